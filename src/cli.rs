@@ -1,0 +1,163 @@
+//! Command-line definitions (clap derive). Parsing only: no behaviour lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rvl",
+    version,
+    about = "Make the Mali-G610 GPU of RK3588 boards an LLM prefill accelerator \
+             (panthor + Mesa panvk + llama.cpp Vulkan)",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check, one by one, whether this board can run panvk, and how to fix what is wrong
+    Doctor(DoctorArgs),
+    /// Plan and apply (or roll back) the move to the open GPU stack
+    Setup(SetupArgs),
+    /// Measure Vulkan GEMM at llama.cpp's prefill shapes against the CPU
+    SmokeBench(BenchArgs),
+}
+
+/// Options shared by every verb that looks at the system.
+#[derive(Debug, Args, Clone)]
+pub struct SystemArgs {
+    /// Treat DIR as the file-system root (a fake tree for tests, or a mounted image)
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+
+    /// Use the board profiles in DIR instead of the built-in ones
+    #[arg(long, value_name = "DIR")]
+    pub profiles: Option<PathBuf>,
+
+    /// Use this board profile instead of detecting the board from the device tree
+    #[arg(long, value_name = "NAME")]
+    pub board: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// Print JSON only (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Run only these checks (comma-separated ids; see --list-checks)
+    #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',')]
+    pub only: Vec<String>,
+
+    /// Count warnings as failures for the exit status
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Do not load the Vulkan loader (skips the vulkan-device check)
+    #[arg(long)]
+    pub no_vulkan: bool,
+
+    /// List the checks with their ids and exit
+    #[arg(long)]
+    pub list_checks: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MesaFrom {
+    /// Download the pinned Mesa release, patch and build panvk here
+    Source,
+    /// Install the pinned prebuilt archive from the manifest
+    Prebuilt,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// Show the plan and stop
+    #[arg(long, conflicts_with_all = ["rollback", "status"])]
+    pub dry_run: bool,
+
+    /// Apply without asking (for scripts)
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+
+    /// Print JSON only (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Plan only these steps (comma-separated: kernel, gpu-overlay, firmware, mesa, icd, access, llama-cpp)
+    #[arg(long, value_name = "STEP[,STEP...]", value_delimiter = ',')]
+    pub only: Vec<String>,
+
+    /// Where panvk comes from
+    #[arg(long, value_enum, default_value_t = MesaFrom::Source)]
+    pub mesa_from: MesaFrom,
+
+    /// Use this artifact manifest instead of the built-in one
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+
+    /// Undo the last applied setup, restoring every file byte for byte
+    #[arg(long, conflicts_with = "status")]
+    pub rollback: bool,
+
+    /// Show what setup has applied and whether a run was interrupted
+    #[arg(long)]
+    pub status: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Vulkan device to use: its index in the device list or part of its name
+    #[arg(long, value_name = "INDEX|NAME")]
+    pub device: Option<String>,
+
+    /// Model whose layer shapes are measured (see --model help for the presets)
+    #[arg(long, value_name = "PRESET", default_value = "qwen2.5-3b")]
+    pub model: String,
+
+    /// ubatch sizes (tokens per prefill batch) to sweep
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub ubatch: Vec<u32>,
+
+    /// Precisions to measure (fp32, fp16, int8, q4_0)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub precision: Vec<String>,
+
+    /// A short run (about 15 s on lavapipe)
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+
+    /// Record the whole model, every layer
+    #[arg(long)]
+    pub full: bool,
+
+    /// Skip the CPU baseline
+    #[arg(long)]
+    pub no_cpu: bool,
+
+    /// Print JSON only (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Save the result as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+
+    /// Compare with a result saved earlier with --save
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
+
+    /// Reproduce panvk's per-command-buffer TLS/WLS allocation limit instead of the sweep
+    #[arg(long)]
+    pub probe_limits: bool,
+}

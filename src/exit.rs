@@ -1,0 +1,29 @@
+//! Documented process exit codes. Every verb maps its outcome to one of these, the same in
+//! human and `--json` mode. The table is repeated in README.md ("Exit status"); keep both in step.
+
+/// Success: doctor found no failing check / setup applied or had nothing to do / bench ran.
+pub const OK: i32 = 0;
+/// Doctor: at least one check failed (warnings count too with `--strict`).
+/// Setup: a step failed and what it had changed was rolled back.
+/// Smoke-bench: the run finished but a kernel produced a wrong result.
+pub const PROBLEMS: i32 = 1;
+/// Usage error: bad flags or arguments (clap's own code).
+pub const USAGE: i32 = 2;
+/// Bad input data: a profile, manifest, saved result or other file rvl was told to read is malformed.
+pub const BAD_INPUT: i32 = 3;
+/// Needs root, or permission denied on a path rvl must write.
+pub const PERMISSION: i32 = 4;
+/// The board is not supported (no profile, or the host is not an RK3588) for the requested action.
+pub const UNSUPPORTED: i32 = 5;
+/// A download or its checksum/size verification failed; nothing was installed.
+pub const DOWNLOAD: i32 = 6;
+/// Another rvl run holds the lock.
+pub const LOCKED: i32 = 7;
+/// No usable Vulkan device: loader missing, no ICD, or the device lacks what is required.
+pub const NO_VULKAN: i32 = 8;
+/// Setup refused to prompt: not a terminal and `--yes` not given; or the user declined.
+pub const NOT_CONFIRMED: i32 = 9;
+/// A step failed and rollback could not restore everything: the journal says what is left.
+pub const ROLLBACK_INCOMPLETE: i32 = 10;
+/// Internal error (a bug). Panics are mapped here too instead of Rust's default 101.
+pub const INTERNAL: i32 = 70;

@@ -1,0 +1,312 @@
+//! `Root`: the one door to the file system. Every read (and, in setup, every write) of a system
+//! path goes through it, so `--root DIR` runs the whole tool against a fake tree.
+//!
+//! Paths handed to a `Root` are *in-root* absolute paths ("/sys/class/drm"). Symbolic links are
+//! followed inside the root: an absolute target ("/sys/firmware/devicetree/base") is taken
+//! relative to the root, and `..` never climbs above it. That is what `chroot` would do, and it is
+//! what makes a fixture tree with real kernel-style links behave like the live system.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+/// Links followed while resolving one path before giving up (Linux uses 40 too).
+const MAX_LINK_HOPS: usize = 40;
+
+#[derive(Debug, Clone)]
+pub struct Root {
+    base: PathBuf,
+    live: bool,
+}
+
+impl Root {
+    pub fn new(base: impl Into<PathBuf>) -> Self {
+        let base = base.into();
+        let live = fs::canonicalize(&base)
+            .map(|p| p == Path::new("/"))
+            .unwrap_or(false);
+        Root { base, live }
+    }
+
+    /// The running system ("/").
+    pub fn system() -> Self {
+        Root::new("/")
+    }
+
+    /// The directory this root stands for on the host.
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// True when this root is the real "/" (live ioctls, env and user checks make sense).
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Host path of an in-root path, without following any link.
+    pub fn join(&self, in_root: impl AsRef<Path>) -> PathBuf {
+        let mut out = self.base.clone();
+        for c in in_root.as_ref().components() {
+            match c {
+                Component::Normal(n) => out.push(n),
+                // Lexical `..`, never above the base: callers that care about links use `resolve`.
+                Component::ParentDir if out != self.base => {
+                    out.pop();
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The in-root absolute path that `in_root` names once every link is followed inside the
+    /// root. Components that do not exist are kept as written (so a dangling link resolves to
+    /// where it points, and reading it then fails with NotFound).
+    pub fn canonicalize(&self, in_root: impl AsRef<Path>) -> io::Result<PathBuf> {
+        let mut resolved: Vec<OsString> = Vec::new();
+        let mut pending: VecDeque<OsString> = VecDeque::new();
+        push_components(&mut pending, in_root.as_ref(), &mut resolved, false);
+        let mut hops = 0usize;
+        while let Some(name) = pending.pop_front() {
+            if name == ".." {
+                resolved.pop();
+                continue;
+            }
+            resolved.push(name);
+            let host = self.host_path(&resolved);
+            let is_link = fs::symlink_metadata(&host)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false);
+            if !is_link {
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Err(io::Error::other(format!(
+                    "too many levels of symbolic links under {}",
+                    in_root.as_ref().display()
+                )));
+            }
+            let target = fs::read_link(&host)?;
+            resolved.pop();
+            // The target's components go first, then whatever was still pending.
+            let mut front = VecDeque::new();
+            push_components(&mut front, &target, &mut resolved, true);
+            front.append(&mut pending);
+            pending = front;
+        }
+        let mut out = PathBuf::from("/");
+        out.extend(resolved);
+        Ok(out)
+    }
+
+    /// Host path of an in-root path after following links inside the root.
+    pub fn resolve(&self, in_root: impl AsRef<Path>) -> io::Result<PathBuf> {
+        Ok(self.join(self.canonicalize(in_root)?))
+    }
+
+    pub fn exists(&self, in_root: impl AsRef<Path>) -> bool {
+        self.resolve(in_root)
+            .map(|p| fs::metadata(p).is_ok())
+            .unwrap_or(false)
+    }
+
+    pub fn is_dir(&self, in_root: impl AsRef<Path>) -> bool {
+        self.resolve(in_root).map(|p| p.is_dir()).unwrap_or(false)
+    }
+
+    /// Metadata of the file a path names, links followed inside the root.
+    pub fn metadata(&self, in_root: impl AsRef<Path>) -> io::Result<fs::Metadata> {
+        fs::metadata(self.resolve(in_root)?)
+    }
+
+    /// Metadata of the path itself (a link is not followed), its parents resolved.
+    pub fn symlink_metadata(&self, in_root: impl AsRef<Path>) -> io::Result<fs::Metadata> {
+        fs::symlink_metadata(self.resolve_parent(in_root.as_ref())?)
+    }
+
+    /// The raw target of a link, as `readlink` prints it. Parents are resolved first.
+    pub fn read_link(&self, in_root: impl AsRef<Path>) -> io::Result<PathBuf> {
+        fs::read_link(self.resolve_parent(in_root.as_ref())?)
+    }
+
+    /// Whole file, at most `cap` bytes (larger files are an error, not a truncation).
+    pub fn read_capped(&self, in_root: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
+        let path = self.resolve(in_root.as_ref())?;
+        let mut file = fs::File::open(&path)?;
+        let mut buf = Vec::new();
+        file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
+        if buf.len() as u64 > cap {
+            return Err(io::Error::other(format!(
+                "{} is larger than {} bytes",
+                in_root.as_ref().display(),
+                cap
+            )));
+        }
+        Ok(buf)
+    }
+
+    /// Whole file (capped at 16 MiB: sysfs, config and JSON files are tiny).
+    pub fn read(&self, in_root: impl AsRef<Path>) -> io::Result<Vec<u8>> {
+        self.read_capped(in_root, 16 << 20)
+    }
+
+    /// Whole file as text; invalid UTF-8 is replaced, never an error.
+    pub fn read_string(&self, in_root: impl AsRef<Path>) -> io::Result<String> {
+        Ok(String::from_utf8_lossy(&self.read(in_root)?).into_owned())
+    }
+
+    /// Names in a directory, sorted, so output and checks are deterministic.
+    pub fn list_dir(&self, in_root: impl AsRef<Path>) -> io::Result<Vec<String>> {
+        let mut names: Vec<String> = fs::read_dir(self.resolve(in_root)?)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn host_path(&self, resolved: &[OsString]) -> PathBuf {
+        let mut p = self.base.clone();
+        p.extend(resolved);
+        p
+    }
+
+    fn resolve_parent(&self, in_root: &Path) -> io::Result<PathBuf> {
+        match (in_root.parent(), in_root.file_name()) {
+            (Some(parent), Some(name)) => Ok(self.resolve(parent)?.join(name)),
+            _ => Ok(self.join(in_root)),
+        }
+    }
+}
+
+/// Queue the components of `path`. An absolute path restarts from the root (`resolved` is
+/// cleared when `rebase` is set, i.e. for link targets).
+fn push_components(
+    queue: &mut VecDeque<OsString>,
+    path: &Path,
+    resolved: &mut Vec<OsString>,
+    rebase: bool,
+) {
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => {
+                if rebase {
+                    resolved.clear();
+                }
+            }
+            Component::CurDir => {}
+            Component::ParentDir => queue.push_back(OsString::from("..")),
+            Component::Normal(n) => queue.push_back(n.to_os_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tree() -> (tempfile::TempDir, Root) {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path();
+        fs::create_dir_all(b.join("sys/firmware/devicetree/base")).unwrap();
+        fs::write(b.join("sys/firmware/devicetree/base/model"), b"Board\0").unwrap();
+        fs::create_dir_all(b.join("proc")).unwrap();
+        symlink("/sys/firmware/devicetree/base", b.join("proc/device-tree")).unwrap();
+        fs::create_dir_all(b.join("sys/devices/platform/fb000000.gpu")).unwrap();
+        fs::create_dir_all(b.join("sys/bus/platform/devices")).unwrap();
+        fs::create_dir_all(b.join("sys/bus/platform/drivers/panthor")).unwrap();
+        symlink(
+            "../../../devices/platform/fb000000.gpu",
+            b.join("sys/bus/platform/devices/fb000000.gpu"),
+        )
+        .unwrap();
+        symlink(
+            "../../../bus/platform/drivers/panthor",
+            b.join("sys/devices/platform/fb000000.gpu/driver"),
+        )
+        .unwrap();
+        let root = Root::new(b);
+        (dir, root)
+    }
+
+    #[test]
+    fn absolute_link_targets_stay_inside_the_root() {
+        let (_d, root) = tree();
+        assert_eq!(
+            root.canonicalize("/proc/device-tree/model").unwrap(),
+            PathBuf::from("/sys/firmware/devicetree/base/model")
+        );
+        assert_eq!(root.read("/proc/device-tree/model").unwrap(), b"Board\0");
+    }
+
+    #[test]
+    fn relative_links_chain_through_parents() {
+        let (_d, root) = tree();
+        assert_eq!(
+            root.canonicalize("/sys/bus/platform/devices/fb000000.gpu/driver")
+                .unwrap(),
+            PathBuf::from("/sys/bus/platform/drivers/panthor")
+        );
+        assert_eq!(
+            root.read_link("/sys/bus/platform/devices/fb000000.gpu/driver")
+                .unwrap(),
+            PathBuf::from("../../../bus/platform/drivers/panthor")
+        );
+    }
+
+    #[test]
+    fn dotdot_never_climbs_above_the_root() {
+        let (d, root) = tree();
+        symlink("../../../../../../etc", d.path().join("proc/escape")).unwrap();
+        assert_eq!(
+            root.canonicalize("/proc/escape/passwd").unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
+        assert!(root.resolve("/proc/escape").unwrap().starts_with(d.path()));
+    }
+
+    #[test]
+    fn link_loops_are_an_error_not_a_hang() {
+        let (d, root) = tree();
+        symlink("b", d.path().join("a")).unwrap();
+        symlink("a", d.path().join("b")).unwrap();
+        assert!(root.canonicalize("/a").is_err());
+        assert!(root.read("/a").is_err());
+    }
+
+    #[test]
+    fn dangling_links_resolve_and_then_fail_to_read() {
+        let (d, root) = tree();
+        symlink("/nowhere/file", d.path().join("dangling")).unwrap();
+        assert_eq!(
+            root.canonicalize("/dangling").unwrap(),
+            PathBuf::from("/nowhere/file")
+        );
+        assert!(!root.exists("/dangling"));
+        assert_eq!(
+            root.read("/dangling").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn read_capped_refuses_larger_files() {
+        let (d, root) = tree();
+        fs::write(d.path().join("big"), vec![0u8; 100]).unwrap();
+        assert!(root.read_capped("/big", 99).is_err());
+        assert_eq!(root.read_capped("/big", 100).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn list_dir_is_sorted() {
+        let (_d, root) = tree();
+        assert_eq!(
+            root.list_dir("/sys").unwrap(),
+            vec!["bus", "devices", "firmware"]
+        );
+    }
+}
