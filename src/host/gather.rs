@@ -257,10 +257,12 @@ fn initramfs_facts(root: &Root, release: Option<&str>, wanted: &str) -> Initramf
         .and_then(|f| {
             initramfs::find_any(std::io::BufReader::new(f), |name| {
                 let name = name.trim_start_matches("./");
-                firmware::SUFFIXES.iter().any(|(s, _)| {
-                    name.strip_suffix(s)
-                        .is_some_and(|n| n.ends_with(&format!("lib/firmware/{wanted}")))
-                })
+                // initramfs-tools copies firmware to its rootfs path (updates/ included).
+                name.contains("lib/firmware/")
+                    && firmware::SUFFIXES.iter().any(|(s, _)| {
+                        name.strip_suffix(s)
+                            .is_some_and(|n| n.ends_with(&format!("/{wanted}")))
+                    })
             })
             .map_err(|e| e.to_string())
         });
@@ -345,4 +347,55 @@ fn find_library(root: &Root, manifest: &str, lib: &str) -> Option<String> {
     candidates
         .into_iter()
         .find(|c| root.metadata(c).is_ok_and(|m| m.is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn firmware_decompresses_zstd_and_xz() {
+        let image = b"\x6e\x3a\xf1\xc3 pretend firmware image".to_vec();
+        let zst = ruzstd::encoding::compress_to_vec(
+            &image[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert_eq!(decompress(&zst, Compression::Zstd).unwrap(), image);
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(&image).unwrap();
+        assert_eq!(
+            decompress(&xz.finish().unwrap(), Compression::Xz).unwrap(),
+            image
+        );
+        assert!(decompress(b"not zstd", Compression::Zstd)
+            .unwrap_err()
+            .starts_with("cannot decompress"));
+        assert!(decompress(b"not xz", Compression::Xz).is_err());
+    }
+
+    #[test]
+    fn library_lookup_follows_the_loader_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path();
+        std::fs::create_dir_all(b.join("usr/lib/aarch64-linux-gnu")).unwrap();
+        std::fs::write(
+            b.join("usr/lib/aarch64-linux-gnu/libvulkan_panfrost.so"),
+            b"",
+        )
+        .unwrap();
+        std::fs::create_dir_all(b.join("opt/icd/lib")).unwrap();
+        std::fs::write(b.join("opt/icd/lib/libx.so"), b"").unwrap();
+        let root = Root::new(b);
+        let m = "/usr/share/vulkan/icd.d/a.json";
+        assert_eq!(
+            find_library(&root, m, "libvulkan_panfrost.so").as_deref(),
+            Some("/usr/lib/aarch64-linux-gnu/libvulkan_panfrost.so")
+        );
+        assert_eq!(
+            find_library(&root, "/opt/icd/x.json", "lib/libx.so").as_deref(),
+            Some("/opt/icd/lib/libx.so")
+        );
+        assert_eq!(find_library(&root, m, "/usr/lib/nope.so"), None);
+    }
 }
