@@ -3,10 +3,12 @@
 //! parsers, the fetch client).
 
 pub mod bench;
+pub mod bootcfg;
 pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod exit;
 pub mod host;
+pub mod manifest;
 pub mod output;
 pub mod setup;
