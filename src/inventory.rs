@@ -23,6 +23,7 @@ pub struct Inventory {
     pub render_nodes: Vec<RenderNode>,
     pub firmware: FirmwareFacts,
     pub vulkan_icd: IcdFacts,
+    pub boot: BootFacts,
     pub env: Env,
     /// Facts only a running system can give (ioctls, access checks, Vulkan); empty otherwise.
     pub live_facts: LiveFacts,
@@ -78,4 +79,58 @@ impl GpuFacts {
             .iter()
             .find(|d| d.driver.as_deref() == Some("mali"))
     }
+}
+
+/// How the next kernel is chosen on this system, as far as files say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootFacts {
+    /// `/boot/extlinux/extlinux.conf`, when present.
+    pub extlinux: Option<ExtlinuxFacts>,
+    /// Debian u-boot-menu, when installed (it regenerates extlinux.conf).
+    pub uboot_menu: Option<UbootMenuFacts>,
+    /// Armbian's boot.scr setup (`/boot/armbianEnv.txt` + the `/boot/Image` link).
+    pub armbian: Option<ArmbianFacts>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtlinuxFacts {
+    pub path: String,
+    /// The `default` line's label.
+    pub default_label: Option<String>,
+    /// The entry U-Boot boots without intervention.
+    pub default_entry: Option<BootEntry>,
+    pub entries: Vec<BootEntry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootEntry {
+    pub label: String,
+    pub linux: Option<String>,
+    /// Release taken from the `linux` path (`vmlinuz-<release>`).
+    pub release: Option<String>,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UbootMenuFacts {
+    /// The label u-boot-update writes as `default` next time it runs.
+    pub default_label: String,
+    /// `file:line` of the `U_BOOT_DEFAULT` assignment, none when u-boot-menu's own `l0` applies.
+    pub default_from: Option<String>,
+    /// False when the value comes from a command or variable, or sits inside an `if`.
+    pub default_known: bool,
+    /// Kernels in /boot, highest first: `l0`, `l1`, … in u-boot-update's numbering.
+    pub kernels: Vec<String>,
+    /// `U_BOOT_FDT_OVERLAYS`, when set.
+    pub fdt_overlays: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmbianFacts {
+    pub overlays: Vec<String>,
+    pub overlay_prefix: Option<String>,
+    pub fdtfile: Option<String>,
+    /// Target of the `/boot/Image` link, and the release it names.
+    pub image: Option<String>,
+    pub image_release: Option<String>,
 }

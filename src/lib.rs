@@ -3,6 +3,7 @@
 //! parsers, the fetch client).
 
 pub mod bench;
+pub mod bootcfg;
 pub mod cli;
 pub mod doctor;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod host;
 pub mod icd;
 pub mod inventory;
 pub mod kernelcfg;
+pub mod manifest;
 pub mod output;
 pub mod profile;
 pub mod setup;

@@ -12,6 +12,11 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Firmware fixtures are 24-byte header stubs; this manifest makes them "known releases".
+fn stub_manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stub-manifest.yaml")
+}
+
 /// Run `rvl doctor` with a clean environment (no VK_*, XDG_*, HOME from the developer's shell).
 fn doctor(args: &[&str]) -> Output {
     let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
@@ -21,7 +26,15 @@ fn doctor(args: &[&str]) -> Output {
 
 fn doctor_json(root: &str, extra: &[&str]) -> (Value, i32) {
     let root = fixture(root);
-    let mut args = vec!["--root", root.to_str().unwrap(), "--no-vulkan", "--json"];
+    let manifest = stub_manifest();
+    let mut args = vec![
+        "--root",
+        root.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--manifest",
+        manifest.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let out = doctor(&args);
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -118,10 +131,16 @@ fn boltzmann_mainline_is_healthy() {
             ("firmware", "pass"),
             ("vulkan-icd", "pass"),
             ("xdg-runtime-dir", "skip"),
+            ("boot-default", "pass"),
             ("vulkan-device", "skip"),
         ],
     );
     assert_eq!(code, 0);
+    let fw = check(&doc, "firmware")["summary"].as_str().unwrap();
+    assert!(
+        fw.contains("2026 LTS") && fw.contains("interface v1.5.0"),
+        "{fw}"
+    );
     insta::assert_json_snapshot!("boltzmann-mainline", findings(&doc));
 }
 
@@ -135,6 +154,7 @@ fn boltzmann_vendor_kernel_with_kbase() {
             ("kernel", "fail"),
             ("gpu-driver", "fail"),
             ("render-node", "skip"),
+            ("boot-default", "fail"),
         ],
     );
     assert_eq!(code, 1);
@@ -142,11 +162,17 @@ fn boltzmann_vendor_kernel_with_kbase() {
         .as_str()
         .unwrap()
         .contains("kbase"));
-    // Armbian-style DT (gpu-panthor@ disabled): the overlay fix, and the mainline route.
+    assert!(check(&doc, "boot-default")["summary"]
+        .as_str()
+        .unwrap()
+        .contains("6.1.75-npu-port (extlinux label l1)"));
+    // Armbian-style DT (gpu-panthor@ disabled) on a u-boot-menu system: the overlay goes into
+    // u-boot-menu's configuration; and the mainline route.
+    let gpu_fix = fix(&doc, "gpu-driver");
     assert!(
-        fix(&doc, "gpu-driver").contains("panthor-gpu"),
-        "{}",
-        fix(&doc, "gpu-driver")
+        gpu_fix.contains("rockchip-rk3588-panthor-gpu.dtbo")
+            && gpu_fix.contains("U_BOOT_FDT_OVERLAYS"),
+        "{gpu_fix}"
     );
     assert!(fix(&doc, "kernel").contains("rvl setup --board boltzmann --only kernel"));
     assert!(fix(&doc, "kernel").contains("linux-rk3588-marfrit-A1"));
@@ -341,16 +367,16 @@ fn human_output_is_short_plain_and_has_fixes() {
     );
     assert!(lines.iter().any(|l| l.starts_with("✓ board")), "{text}");
     assert!(
-        lines
-            .iter()
-            .any(|l| l.trim_start().starts_with("fix: add panthor-gpu")),
+        lines.iter().any(|l| l
+            .trim_start()
+            .starts_with("fix: add the rockchip-rk3588-panthor-gpu.dtbo")),
         "{text}"
     );
     assert!(
         lines
             .last()
             .unwrap()
-            .starts_with("4 failed, 0 warnings, 1 passed"),
+            .starts_with("5 failed, 0 warnings, 1 passed"),
         "{text}"
     );
 }
@@ -401,6 +427,7 @@ fn list_checks_names_every_id() {
         "firmware",
         "vulkan-icd",
         "xdg-runtime-dir",
+        "boot-default",
         "vulkan-device",
     ] {
         assert!(
@@ -621,4 +648,148 @@ fn live_vulkan_probe_reports_devices_without_panvk() {
         );
     }
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn unknown_firmware_build_is_a_warning_with_the_builtin_manifest() {
+    let root = fixture("boltzmann-mainline");
+    let out = doctor(&[
+        "--root",
+        root.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--only",
+        "firmware",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    expect(&doc, &[("firmware", "warn")]);
+    assert!(check(&doc, "firmware")["summary"]
+        .as_str()
+        .unwrap()
+        .contains("not a release rvl knows"));
+}
+
+#[test]
+fn vendor_blob_at_the_panthor_path_fails() {
+    let dir = copy_fixture("boltzmann-mainline");
+    let r = dir.path().join("r");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/firmware/vendor-flat-mali_csffw-2022-header.bin"),
+        r.join("lib/firmware/arm/mali/arch10.8/mali_csffw.bin"),
+    )
+    .unwrap();
+    let m = stub_manifest();
+    let out = doctor(&[
+        "--root",
+        r.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--only",
+        "firmware",
+        "--manifest",
+        m.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(check(&doc, "firmware")["summary"]
+        .as_str()
+        .unwrap()
+        .contains("not a panthor firmware"));
+}
+
+fn boot_default(r: &std::path::Path) -> Value {
+    let out = doctor(&[
+        "--root",
+        r.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--only",
+        "boot-default",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check(&doc, "boot-default").clone()
+}
+
+#[test]
+fn boot_default_reboot_pending_and_u_boot_menu_drift() {
+    // Mainline is the extlinux default but the vendor kernel still runs: reboot.
+    let dir = copy_fixture("boltzmann-vendor-kbase");
+    let r = dir.path().join("r");
+    let conf = r.join("boot/extlinux/extlinux.conf");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("default l1\n", "default l0\n");
+    std::fs::write(&conf, text).unwrap();
+    let c = boot_default(&r);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert!(c["summary"].as_str().unwrap().contains("reboot"));
+    assert_eq!(c["fix"], "sudo reboot");
+    // …and u-boot-menu would write l1 back on the next kernel install.
+    assert!(c["evidence"].to_string().contains("U_BOOT_DEFAULT=l1"));
+
+    // Healthy system whose u-boot-menu config points elsewhere.
+    let dir = copy_fixture("boltzmann-mainline");
+    let r = dir.path().join("r");
+    std::fs::create_dir_all(r.join("etc/u-boot-menu/conf.d")).unwrap();
+    std::fs::write(
+        r.join("etc/u-boot-menu/conf.d/zz.conf"),
+        "U_BOOT_DEFAULT=l1\n",
+    )
+    .unwrap();
+    let c = boot_default(&r);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("switches the default to l1 (6.1.75-npu-port)"),
+        "{c:#}"
+    );
+
+    // A computed value cannot be predicted: say so.
+    std::fs::write(
+        r.join("etc/u-boot-menu/conf.d/zz.conf"),
+        "U_BOOT_DEFAULT=\"$(cat /etc/pick)\"\n",
+    )
+    .unwrap();
+    let c = boot_default(&r);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    assert!(
+        c["summary"]
+            .as_str()
+            .unwrap()
+            .contains("computed at run time"),
+        "{c:#}"
+    );
+}
+
+#[test]
+fn boot_default_naming_a_missing_label_fails() {
+    let dir = copy_fixture("boltzmann-mainline");
+    let r = dir.path().join("r");
+    let conf = r.join("boot/extlinux/extlinux.conf");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("default l0\n", "default l7\n");
+    std::fs::write(&conf, text).unwrap();
+    let c = boot_default(&r);
+    assert_eq!(c["status"], "fail", "{c:#}");
+    assert!(c["summary"]
+        .as_str()
+        .unwrap()
+        .contains("\"l7\" names no label"));
+    assert!(c["fix"].as_str().unwrap().contains("u-boot-update"));
+}
+
+#[test]
+fn armbian_boot_follows_the_image_link() {
+    let (doc, _) = doctor_json("ampere-gpu-disabled", &["--only", "boot-default"]);
+    let c = check(&doc, "boot-default");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    assert!(c["summary"]
+        .as_str()
+        .unwrap()
+        .contains("6.16.8-edge-rockchip64 (/boot/Image)"));
 }

@@ -1,6 +1,7 @@
 //! Everything a check may look at: the inventory, the board profile, and how rvl was run.
 
 use crate::inventory::Inventory;
+use crate::manifest::Manifest;
 use crate::profile::Profile;
 
 /// How the profile was chosen.
@@ -16,6 +17,8 @@ pub struct Context<'a> {
     pub inv: &'a Inventory,
     pub profile: Option<&'a Profile>,
     pub source: Option<ProfileSource>,
+    /// Known artifacts (firmware hashes).
+    pub manifest: &'a Manifest,
     /// `--no-vulkan` was given.
     pub no_vulkan: bool,
 }

@@ -6,6 +6,7 @@ pub mod finding;
 pub mod report;
 
 use crate::host::{self, env::Env, Root};
+use crate::manifest::Manifest;
 use crate::profile::{Profile, Profiles};
 use crate::{cli, error, exit, output};
 
@@ -24,6 +25,10 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
     let profiles = match &args.system.profiles {
         Some(dir) => Profiles::load_dir(dir)?,
         None => Profiles::builtin()?,
+    };
+    let manifest = match &args.manifest {
+        Some(path) => Manifest::load(path)?,
+        None => Manifest::builtin(),
     };
     let root = Root::new(&args.system.root);
     if !root.is_dir("/") {
@@ -50,6 +55,7 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
         inv: &inv,
         profile,
         source,
+        manifest: &manifest,
         no_vulkan: args.no_vulkan,
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();

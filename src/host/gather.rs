@@ -7,9 +7,13 @@ use sha2::{Digest, Sha256};
 
 use super::env::Env;
 use super::{devicetree, initramfs, live, sysfs, Root};
+use crate::bootcfg::{armbian, extlinux, ubootmenu};
 use crate::firmware::{self, Compression, FirmwareFacts, FirmwareFile, InitramfsFacts};
 use crate::icd::{self, IcdFacts, ManifestFile};
-use crate::inventory::{GpuFacts, Inventory, KernelConfigFacts, KernelFacts};
+use crate::inventory::{
+    ArmbianFacts, BootEntry, BootFacts, ExtlinuxFacts, GpuFacts, Inventory, KernelConfigFacts,
+    KernelFacts, UbootMenuFacts,
+};
 use crate::kernelcfg::{KernelConfig, PANTHOR_FRAGMENT};
 
 /// Biggest firmware image read (real ones are ~280 KiB).
@@ -64,6 +68,7 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
             panthor_builtin,
         ),
         vulkan_icd: icd_facts(root, env),
+        boot: boot_facts(root),
         render_nodes,
         kernel,
         env: env.clone(),
@@ -277,6 +282,68 @@ fn initramfs_facts(root: &Root, release: Option<&str>, wanted: &str) -> Initramf
             has_firmware: false,
             error: Some(e),
         },
+    }
+}
+
+/// Boot configuration files are small; anything bigger is not one.
+const BOOT_CONF_CAP: u64 = 1 << 20;
+
+fn boot_facts(root: &Root) -> BootFacts {
+    let entry = |e: &extlinux::Entry| BootEntry {
+        label: e.label.clone(),
+        linux: e.linux.clone(),
+        release: e.kernel_release(),
+        line: e.line,
+    };
+    let extlinux = root
+        .read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP)
+        .ok()
+        .map(|b| {
+            let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
+            ExtlinuxFacts {
+                path: ubootmenu::EXTLINUX_CONF.to_string(),
+                default_label: conf.default_label().map(str::to_string),
+                default_entry: conf.default_entry().map(entry),
+                entries: conf.entries().iter().map(entry).collect(),
+            }
+        });
+    let uboot_menu = ubootmenu::UbootMenu::installed(root).then(|| {
+        let menu = ubootmenu::UbootMenu::read(root);
+        let setting = menu.get("U_BOOT_DEFAULT");
+        UbootMenuFacts {
+            default_label: menu.default_label().to_string(),
+            default_from: setting.map(|s| format!("{}:{}", s.file, s.assignment.line)),
+            default_known: setting
+                .is_none_or(|s| s.assignment.literal && !s.assignment.conditional),
+            kernels: ubootmenu::installed_kernels(root),
+            fdt_overlays: menu
+                .get("U_BOOT_FDT_OVERLAYS")
+                .map(|s| s.assignment.value.clone()),
+        }
+    });
+    let armbian = root
+        .read_capped(armbian::ARMBIAN_ENV, BOOT_CONF_CAP)
+        .ok()
+        .map(|b| {
+            let env = armbian::ArmbianEnv::parse(&String::from_utf8_lossy(&b));
+            let image = root
+                .read_link("/boot/Image")
+                .ok()
+                .map(|t| t.display().to_string());
+            ArmbianFacts {
+                overlays: env.overlays(),
+                overlay_prefix: env.get("overlay_prefix").map(str::to_string),
+                fdtfile: env.get("fdtfile").map(str::to_string),
+                image_release: image
+                    .as_deref()
+                    .and_then(extlinux::release_from_kernel_path),
+                image,
+            }
+        });
+    BootFacts {
+        extlinux,
+        uboot_menu,
+        armbian,
     }
 }
 

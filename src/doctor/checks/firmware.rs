@@ -58,16 +58,27 @@ pub fn check(ctx: &Context) -> Finding {
                 .rsplit_once('/')
                 .map(|(d, _)| d)
                 .unwrap_or(&other.path);
+            // Copying is only advice when the blob is a known build for this GPU's path.
+            let same_blob = other
+                .sha256
+                .as_deref()
+                .and_then(|sha| ctx.manifest.firmware_by_sha256(sha))
+                .is_some_and(|k| k.for_panthor && k.path == fw.wanted);
+            let fix = if same_blob {
+                format!(
+                    "sudo install -D -m 0644 {} {right_path} (the same blob), or {}",
+                    other.path,
+                    ctx.setup("firmware")
+                )
+            } else {
+                ctx.setup("firmware")
+            };
             return Finding::fail(
                 ID,
                 format!("firmware is only in {dir}/; panthor on this GPU loads {right_path}"),
             )
             .evidence(ev)
-            .fix(format!(
-                "{} (or copy it: sudo install -D -m 0644 {} {right_path})",
-                ctx.setup("firmware"),
-                other.path
-            ));
+            .fix(fix);
         }
         return Finding::fail(ID, format!("{} not found under /lib/firmware", fw.wanted))
             .evidence(ev)
@@ -119,5 +130,41 @@ pub fn check(ctx: &Context) -> Finding {
                 ));
         }
     }
-    Finding::pass(ID, format!("{} (header OK)", found.path)).evidence(ev)
+    let known = found
+        .sha256
+        .as_deref()
+        .and_then(|sha| ctx.manifest.firmware_by_sha256(sha));
+    match known {
+        Some(k) if k.for_panthor => {
+            let iface = k
+                .interface
+                .as_deref()
+                .map(|i| format!(", interface v{i}"))
+                .unwrap_or_default();
+            Finding::pass(ID, format!("{}: {}{iface}", found.path, k.version)).evidence(ev)
+        }
+        Some(k) => Finding::fail(
+            ID,
+            format!("{} is {}, not a panthor firmware", found.path, k.version),
+        )
+        .evidence(ev)
+        .fix(ctx.setup("firmware")),
+        None => Finding::warn(
+            ID,
+            format!(
+                "{}: header OK, but not a release rvl knows (sha256 {})",
+                found.path,
+                found
+                    .sha256
+                    .as_deref()
+                    .map(|s| &s[..12.min(s.len())])
+                    .unwrap_or("?")
+            ),
+        )
+        .evidence(ev)
+        .fix(format!(
+            "install a known release: {} (firmware-manifest/manifest.yaml lists them)",
+            ctx.setup("firmware")
+        )),
+    }
 }

@@ -30,20 +30,32 @@ fn vendor_switch_fix(ctx: &Context) -> String {
     let armbian_panthor_off = nodes
         .iter()
         .any(|n| n.path.starts_with("/gpu-panthor@") && !n.enabled());
+    let boot = &ctx.inv.boot;
     if radxa_kbase_on {
         let name = overlays
             .and_then(|o| o.radxa_kbase.as_deref())
             .unwrap_or("rk3588-mali-enable");
         fixes.push(format!(
-            "disable the {name} overlay (rsetup → Overlays) and reboot"
+            "disable the {name} overlay (rsetup → Overlays, which runs u-boot-update) and reboot"
         ));
     } else if armbian_panthor_off {
         let name = overlays
             .and_then(|o| o.armbian_panthor.as_deref())
             .unwrap_or("panthor-gpu");
-        fixes.push(format!(
-            "add {name} to overlays= in /boot/armbianEnv.txt and reboot"
-        ));
+        // Where the overlay is switched on depends on who writes the boot configuration.
+        fixes.push(if boot.armbian.is_some() {
+            format!("add {name} to overlays= in /boot/armbianEnv.txt and reboot")
+        } else if boot.uboot_menu.is_some() {
+            format!(
+                "add the rockchip-rk3588-{name}.dtbo overlay to U_BOOT_FDT_OVERLAYS in /etc/u-boot-menu/conf.d/, run sudo u-boot-update and reboot"
+            )
+        } else if boot.extlinux.is_some() {
+            format!(
+                "add `fdtoverlays <overlay dir>/rockchip-rk3588-{name}.dtbo` to the default entry of /boot/extlinux/extlinux.conf and reboot"
+            )
+        } else {
+            format!("enable the {name} device-tree overlay and reboot")
+        });
     }
     fixes.push(format!("or boot mainline: {}", mainline_fix(ctx)));
     let s = fixes.join("; ");

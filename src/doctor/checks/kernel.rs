@@ -192,3 +192,19 @@ pub fn check(ctx: &Context) -> Finding {
     };
     Finding::pass(ID, format!("mainline {release}{how}")).evidence(ev)
 }
+
+/// Whether a kernel release (not necessarily the running one) is a panthor-capable mainline
+/// kernel for this board: at least the profile's minimum and not its known vendor kernel.
+pub fn release_is_mainline(release: &str, profile: Option<&Profile>) -> bool {
+    let min = profile
+        .and_then(|p| KernelVersion::parse(&p.kernel.min_mainline))
+        .unwrap_or(KernelVersion {
+            major: 6,
+            minor: 10,
+            patch: 0,
+        });
+    let vendor = profile
+        .and_then(|p| p.kernel.vendor.as_ref())
+        .is_some_and(|v| v.release == release);
+    !vendor && KernelVersion::parse(release).is_some_and(|v| v >= min)
+}

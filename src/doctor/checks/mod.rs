@@ -4,6 +4,7 @@ use super::context::Context;
 use super::finding::Finding;
 
 mod board;
+mod boot;
 mod firmware;
 mod gpu_driver;
 mod kernel;
@@ -53,6 +54,11 @@ pub const ALL: &[Check] = &[
         id: "xdg-runtime-dir",
         title: "XDG_RUNTIME_DIR set, owned by the user, mode 0700",
         run: xdg::check,
+    },
+    Check {
+        id: "boot-default",
+        title: "which kernel boots next, compared with the running and the pinned mainline kernel",
+        run: boot::check,
     },
     Check {
         id: "vulkan-device",
@@ -120,10 +126,12 @@ mod tests {
 
     fn run(id: &str, inv: &Inventory, no_vulkan: bool) -> Finding {
         let profiles = Profiles::builtin().unwrap();
+        let manifest = crate::manifest::Manifest::builtin();
         let ctx = Context {
             inv,
             profile: profiles.by_id("boltzmann"),
             source: None,
+            manifest: &manifest,
             no_vulkan,
         };
         (by_id(id).unwrap().run)(&ctx)
