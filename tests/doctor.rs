@@ -175,7 +175,7 @@ fn boltzmann_vendor_kernel_with_kbase() {
         "{gpu_fix}"
     );
     assert!(fix(&doc, "kernel").contains("rvl setup --board boltzmann --only kernel"));
-    assert!(fix(&doc, "kernel").contains("linux-rk3588-marfrit-A1"));
+    assert!(fix(&doc, "kernel").contains("boots 7.0.0-rc3-marfrit-A1"));
     insta::assert_json_snapshot!("boltzmann-vendor-kbase", findings(&doc));
 }
 

@@ -27,12 +27,7 @@ pub fn human(ctx: &Context, findings: &[Finding], style: Style) -> String {
         Some(p) => format!("{} (profile {})", p.name, p.id),
         None => "no RK3588 board profile".to_string(),
     };
-    let kernel = ctx
-        .inv
-        .kernel
-        .release
-        .as_deref()
-        .unwrap_or("unknown kernel");
+    let kernel = ctx.inv.kernel.release.as_deref().unwrap_or("unknown");
     out.push_str(&style.bold(&format!("rvl doctor: {board}, kernel {kernel}")));
     out.push('\n');
     let width = findings.iter().map(|f| f.id.len()).max().unwrap_or(0);

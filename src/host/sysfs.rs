@@ -115,13 +115,15 @@ pub fn platform_gpus(root: &Root) -> Vec<PlatformGpu> {
             .read_capped(format!("{dev}/uevent"), SMALL)
             .map(|b| parse_uevent(&String::from_utf8_lossy(&b)))
             .unwrap_or_default();
-        let mut compatible = root
-            .read_capped(format!("{dev}/of_node/compatible"), SMALL)
-            .map(|b| parse_string_list(&b))
-            .unwrap_or_default();
-        if compatible.is_empty() {
-            compatible = uevent.compatible.clone();
-        }
+        // uevent carries OF_COMPATIBLE_n for DT devices; of_node is the fallback (one read less
+        // per device on a board with hundreds of them).
+        let compatible = if uevent.compatible.is_empty() {
+            root.read_capped(format!("{dev}/of_node/compatible"), SMALL)
+                .map(|b| parse_string_list(&b))
+                .unwrap_or_default()
+        } else {
+            uevent.compatible.clone()
+        };
         if !compatible.iter().any(|c| is_mali_compatible(c)) {
             continue;
         }

@@ -84,7 +84,11 @@ pub fn check(ctx: &Context) -> Finding {
             }
         }
         Next {
-            how: format!("extlinux label {}", entry.label),
+            how: if entry.label.is_empty() {
+                "an extlinux entry with an empty label".to_string()
+            } else {
+                format!("extlinux label {}", entry.label)
+            },
             release: entry.release.clone(),
         }
     } else if let Some(a) = &boot.armbian {

@@ -59,12 +59,7 @@ pub fn kernel_kind(inv: &Inventory, profile: Option<&Profile>) -> KernelKind {
 /// How to get onto the right kernel for this board.
 pub fn mainline_fix(ctx: &Context) -> String {
     match ctx.profile.and_then(|p| p.kernel.mainline.as_ref()) {
-        Some(m) => format!(
-            "{} (installs {} and makes {} the boot default)",
-            ctx.setup("kernel"),
-            m.package.as_deref().unwrap_or("the pinned mainline kernel"),
-            m.release
-        ),
+        Some(m) => format!("{} (boots {})", ctx.setup("kernel"), m.release),
         None => format!(
             "install a mainline kernel ≥ {} with CONFIG_DRM_PANTHOR (kernel/panthor.config lists what it needs)",
             ctx.profile.map(|p| p.kernel.min_mainline.as_str()).unwrap_or("6.10")
@@ -184,6 +179,9 @@ pub fn check(ctx: &Context) -> Finding {
         return Finding::warn(ID, format!("mainline {release}, but its config misses {}", detail.join(", ")))
             .evidence(ev)
             .fix("rebuild the kernel with kernel/panthor.config merged (scripts/kconfig/merge_config.sh)");
+    }
+    if k.config.as_ref().map(|c| c.get("CONFIG_DRM_PANTHOR")) == Some("y") {
+        ev.push("panthor is built in: it probes before / is mounted, so its firmware must be in the initramfs (see firmware)".into());
     }
     let how = match k.config.as_ref().map(|c| c.get("CONFIG_DRM_PANTHOR")) {
         Some("y") => ", panthor built in",
