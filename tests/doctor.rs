@@ -793,3 +793,71 @@ fn armbian_boot_follows_the_image_link() {
         .unwrap()
         .contains("6.16.8-edge-rockchip64 (/boot/Image)"));
 }
+
+#[test]
+fn armbian_vendor_layout_gets_the_armbian_env_fix() {
+    let dir = copy_fixture("boltzmann-vendor-kbase");
+    let r = dir.path().join("r");
+    for p in [
+        "usr/sbin/u-boot-update",
+        "usr/share/u-boot-menu",
+        "etc/u-boot-menu",
+        "boot/extlinux",
+    ] {
+        let p = r.join(p);
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    std::fs::write(
+        r.join("boot/armbianEnv.txt"),
+        "overlay_prefix=rockchip-rk3588\noverlays=\n",
+    )
+    .unwrap();
+    let out = doctor(&[
+        "--root",
+        r.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--only",
+        "gpu-driver",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = fix(&doc, "gpu-driver");
+    assert!(
+        f.starts_with("add panthor-gpu to overlays= in /boot/armbianEnv.txt"),
+        "{f}"
+    );
+}
+
+#[test]
+fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
+    let dir = copy_fixture("boltzmann-mainline");
+    let r = dir.path().join("r");
+    let compat = r.join("sys/firmware/devicetree/base/compatible");
+    std::fs::write(&compat, b"friendlyarm,nanopi-r6s\0rockchip,rk3588s\0").unwrap();
+    let out = doctor(&[
+        "--root",
+        r.to_str().unwrap(),
+        "--no-vulkan",
+        "--json",
+        "--only",
+        "board",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["board"]["id"], "generic-rk3588");
+    expect(&doc, &[("board", "warn")]);
+    assert_eq!(out.status.code(), Some(0));
+
+    std::fs::write(&compat, b"raspberrypi,4-model-b\0brcm,bcm2711\0").unwrap();
+    let out = doctor(&["--root", r.to_str().unwrap(), "--no-vulkan", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["board"]["id"], Value::Null);
+    assert!(check(&doc, "board")["summary"]
+        .as_str()
+        .unwrap()
+        .contains("not an RK3588 board"));
+    assert_eq!(out.status.code(), Some(1));
+}
