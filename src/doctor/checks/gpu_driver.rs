@@ -21,7 +21,6 @@ fn vendor_switch_fix(ctx: &Context) -> String {
         .map(|d| d.gpu_nodes.as_slice())
         .unwrap_or_default();
     let overlays = ctx.profile.map(|p| &p.overlays);
-    let mut fixes = Vec::new();
     // Radxa BSP: kbase lives in gpu-mali@…, enabled by the rk3588-mali-enable overlay.
     let radxa_kbase_on = nodes
         .iter()
@@ -31,19 +30,19 @@ fn vendor_switch_fix(ctx: &Context) -> String {
         .iter()
         .any(|n| n.path.starts_with("/gpu-panthor@") && !n.enabled());
     let boot = &ctx.inv.boot;
-    if radxa_kbase_on {
+    let overlay_fix = if radxa_kbase_on {
         let name = overlays
             .and_then(|o| o.radxa_kbase.as_deref())
             .unwrap_or("rk3588-mali-enable");
-        fixes.push(format!(
+        Some(format!(
             "disable the {name} overlay (rsetup → Overlays, which runs u-boot-update) and reboot"
-        ));
+        ))
     } else if armbian_panthor_off {
         let name = overlays
             .and_then(|o| o.armbian_panthor.as_deref())
             .unwrap_or("panthor-gpu");
         // Where the overlay is switched on depends on who writes the boot configuration.
-        fixes.push(if boot.armbian.is_some() {
+        Some(if boot.armbian.is_some() {
             format!("add {name} to overlays= in /boot/armbianEnv.txt and reboot")
         } else if boot.uboot_menu.is_some() {
             format!(
@@ -55,11 +54,14 @@ fn vendor_switch_fix(ctx: &Context) -> String {
             )
         } else {
             format!("enable the {name} device-tree overlay and reboot")
-        });
+        })
+    } else {
+        None
+    };
+    match overlay_fix {
+        Some(f) => format!("{f}; or boot mainline: {}", mainline_fix(ctx)),
+        None => format!("boot mainline: {}", mainline_fix(ctx)),
     }
-    fixes.push(format!("or boot mainline: {}", mainline_fix(ctx)));
-    let s = fixes.join("; ");
-    s.strip_prefix("or ").map(str::to_string).unwrap_or(s)
 }
 
 pub fn check(ctx: &Context) -> Finding {

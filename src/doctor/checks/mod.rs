@@ -152,6 +152,10 @@ mod tests {
         inv.live_facts.render[0].access_error = Some("Permission denied (os error 13)".into());
         let f = run("render-node", &inv, false);
         assert_eq!(f.status, Status::Fail);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("is not a member of group render")));
         assert!(f.fix.unwrap().contains("usermod -aG render"));
     }
 

@@ -90,6 +90,15 @@ pub fn check(ctx: &Context) -> Finding {
             .or(access.ioctl_error.as_deref())
             .unwrap_or("?")
     ));
+    if let (Some(gid), Some(user)) = (access.gid, &ctx.inv.live_facts.user) {
+        let member = user.groups.contains(&gid);
+        ev.push(format!(
+            "this user (uid {}) is {}a member of group {}",
+            user.euid,
+            if member { "" } else { "not " },
+            access.group.clone().unwrap_or_else(|| gid.to_string())
+        ));
+    }
     if !access.read_write {
         let group = access.group.clone().unwrap_or_else(|| "render".into());
         return Finding::fail(
