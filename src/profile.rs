@@ -236,10 +236,18 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
     Ok(profile)
 }
 
-/// saphyr's message can carry a source snippet over several lines; the location is reported
-/// separately, so keep the first line only.
+/// saphyr's message can carry a source snippet over several lines and starts with its own
+/// "error: line N column M: "; the location is reported separately, so keep only the reason.
 fn first_line(msg: &str) -> &str {
-    msg.lines().next().unwrap_or(msg)
+    let line = msg.lines().next().unwrap_or(msg);
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    match line
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((place, reason)) if place.contains("column") => reason,
+        _ => line,
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +302,7 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("profiles/x.yaml:5"), "{msg}");
         assert!(msg.contains("colour"), "{msg}");
+        assert!(!msg.contains("line 5 column"), "location only once: {msg}");
         assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
     }
 
