@@ -87,6 +87,60 @@ pub fn search_path(env: &Env) -> SearchPath {
     }
 }
 
+/// Why the loader's driver filters (`VK_LOADER_DRIVERS_SELECT` / `VK_LOADER_DRIVERS_DISABLE`,
+/// comma-separated globs on the manifest file name, `~all~` for every driver) hide a manifest,
+/// or None when it stays enabled. Select wins over disable, as in the loader.
+pub fn filtered_out(env: &Env, manifest_path: &str) -> Option<String> {
+    let name = manifest_path.rsplit('/').next().unwrap_or(manifest_path);
+    let matches = |var: &str| {
+        env.get(var).map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .any(|g| g == "~all~" || glob_match(g, name))
+        })
+    };
+    if let Some(selected) = matches("VK_LOADER_DRIVERS_SELECT") {
+        return (!selected).then(|| {
+            format!(
+                "VK_LOADER_DRIVERS_SELECT={} does not select {name}",
+                env.get("VK_LOADER_DRIVERS_SELECT").unwrap_or("")
+            )
+        });
+    }
+    matches("VK_LOADER_DRIVERS_DISABLE")
+        .filter(|d| *d)
+        .map(|_| {
+            format!(
+                "VK_LOADER_DRIVERS_DISABLE={} disables {name}",
+                env.get("VK_LOADER_DRIVERS_DISABLE").unwrap_or("")
+            )
+        })
+}
+
+/// Shell-style glob with `*` and `?` (what the loader's filters accept).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
 /// The part of a manifest the checks need.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -217,6 +271,36 @@ mod tests {
             .unwrap_err()
             .contains("library_path"));
         assert!(parse_manifest("[]").is_err());
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*panfrost*", "panfrost_icd.aarch64.json"));
+        assert!(glob_match(
+            "panfrost_icd.*.json",
+            "panfrost_icd.aarch64.json"
+        ));
+        assert!(glob_match("?anfrost*", "panfrost_icd.aarch64.json"));
+        assert!(!glob_match("*lvp*", "panfrost_icd.aarch64.json"));
+        assert!(glob_match("*", ""));
+        assert!(!glob_match("a", ""));
+    }
+
+    #[test]
+    fn loader_driver_filters() {
+        let p = "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json";
+        assert_eq!(filtered_out(&Env::default(), p), None);
+        let e = Env::from_pairs([("VK_LOADER_DRIVERS_DISABLE", "*lvp*, *panfrost*")]);
+        assert!(filtered_out(&e, p).unwrap().contains("disables"));
+        let e = Env::from_pairs([("VK_LOADER_DRIVERS_DISABLE", "~all~")]);
+        assert!(filtered_out(&e, p).is_some());
+        let e = Env::from_pairs([
+            ("VK_LOADER_DRIVERS_SELECT", "*panfrost*"),
+            ("VK_LOADER_DRIVERS_DISABLE", "~all~"),
+        ]);
+        assert_eq!(filtered_out(&e, p), None, "select wins");
+        let e = Env::from_pairs([("VK_LOADER_DRIVERS_SELECT", "*lvp*")]);
+        assert!(filtered_out(&e, p).unwrap().contains("does not select"));
     }
 
     #[test]

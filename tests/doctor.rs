@@ -861,3 +861,32 @@ fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
         .contains("not an RK3588 board"));
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn loader_driver_filters_can_hide_panvk() {
+    let root = fixture("boltzmann-mainline");
+    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
+    cmd.env_clear()
+        .env("VK_LOADER_DRIVERS_DISABLE", "*panfrost*")
+        .args([
+            "doctor",
+            "--root",
+            root.to_str().unwrap(),
+            "--no-vulkan",
+            "--json",
+            "--only",
+            "vulkan-icd",
+        ]);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = check(&doc, "vulkan-icd");
+    assert!(c["summary"].as_str().unwrap().contains("hidden"), "{c:#}");
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .starts_with("unset VK_LOADER_DRIVERS_DISABLE"),
+        "{c:#}"
+    );
+}

@@ -227,8 +227,13 @@ mod tests {
             error: None,
             devices: vec![panvk("Mesa 26.2.0")],
         });
+        inv.env = crate::host::env::Env::from_pairs([("PAN_I_WANT_A_BROKEN_VULKAN_DRIVER", "1")]);
         let f = run("vulkan-device", &inv, false);
         assert_eq!(f.status, Status::Pass);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("not needed") || e.contains("has not needed")));
         assert!(f.summary.contains("fp16 yes") && f.summary.contains("shared memory 32 KiB"));
         assert_eq!(run("vulkan-device", &inv, true).status, Status::Skip);
     }

@@ -59,7 +59,7 @@ pub fn check(ctx: &Context) -> Finding {
             "install the loader and drivers: sudo apt install libvulkan1 mesa-vulkan-drivers",
         );
     }
-    let ev: Vec<String> = probe
+    let mut ev: Vec<String> = probe
         .devices
         .iter()
         .map(|d| {
@@ -72,6 +72,18 @@ pub fn check(ctx: &Context) -> Finding {
             )
         })
         .collect();
+    if ctx
+        .inv
+        .env
+        .get("PAN_I_WANT_A_BROKEN_VULKAN_DRIVER")
+        .is_some()
+    {
+        // panvk only demands it for untested GPU generations; v10 (G610) left that list in 24.3.
+        ev.push(
+            "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER is set: Mali-G610 has not needed it since Mesa 24.3"
+                .into(),
+        );
+    }
     let gpu_name = ctx
         .profile
         .map(|p| p.gpu.name.as_str())

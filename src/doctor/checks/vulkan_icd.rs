@@ -3,7 +3,7 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::icd::{SearchMode, PANVK_LIBRARY};
+use crate::icd::{self, SearchMode, PANVK_LIBRARY};
 
 const ID: &str = "vulkan-icd";
 
@@ -42,7 +42,20 @@ pub fn check(ctx: &Context) -> Finding {
     }
     let panvk: Vec<_> = icd.manifests.iter().filter(|m| m.panvk()).collect();
     let broken: Vec<_> = icd.manifests.iter().filter(|m| m.error.is_some()).collect();
-    let usable: Vec<_> = panvk.iter().filter(|m| m.library_found.is_some()).collect();
+    let hidden: Vec<(&str, String)> = panvk
+        .iter()
+        .filter_map(|m| icd::filtered_out(&ctx.inv.env, &m.path).map(|why| (m.path.as_str(), why)))
+        .collect();
+    ev.extend(
+        hidden
+            .iter()
+            .map(|(p, why)| format!("{p}: hidden by the loader ({why})")),
+    );
+    let usable: Vec<_> = panvk
+        .iter()
+        .filter(|m| m.library_found.is_some())
+        .filter(|m| !hidden.iter().any(|(p, _)| *p == m.path))
+        .collect();
 
     if panvk.is_empty() {
         let summary = match &override_var {
@@ -54,6 +67,13 @@ pub fn check(ctx: &Context) -> Finding {
             None => ctx.setup("mesa,icd"),
         };
         return Finding::fail(ID, summary).evidence(ev).fix(fix);
+    }
+    if usable.is_empty() && !hidden.is_empty() {
+        let why = &hidden[0].1;
+        let var = why.split('=').next().unwrap_or("VK_LOADER_DRIVERS_SELECT");
+        return Finding::fail(ID, format!("panvk's ICD is hidden: {why}"))
+            .evidence(ev)
+            .fix(format!("unset {var}, or make it name panfrost_icd.*.json"));
     }
     if usable.is_empty() {
         let m = panvk[0];
