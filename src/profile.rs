@@ -131,6 +131,16 @@ pub struct Overlays {
     pub radxa_kbase: Option<String>,
 }
 
+/// How the profile in use was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProfileSource {
+    /// Matched the device tree's `compatible` list.
+    DeviceTree,
+    /// Named with `--board`.
+    Flag,
+}
+
 /// A set of profiles with lookups.
 #[derive(Debug, Clone)]
 pub struct Profiles {
@@ -178,6 +188,36 @@ impl Profiles {
             ));
         }
         Self::from_list(list)
+    }
+
+    /// The set `--profiles DIR` names, or the built-in one.
+    pub fn load(dir: Option<&Path>) -> anyhow::Result<Self> {
+        match dir {
+            Some(d) => Self::load_dir(d),
+            None => Self::builtin(),
+        }
+    }
+
+    /// The profile for this run: `--board ID` when given (an unknown id is a usage error that
+    /// lists the known ones), else detection from the device tree's `compatible` list.
+    pub fn choose(
+        &self,
+        board: Option<&str>,
+        compatible: Option<&[String]>,
+    ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
+        if let Some(id) = board {
+            let p = self.by_id(id).ok_or_else(|| {
+                let known: Vec<_> = self.list.iter().map(|p| p.id.as_str()).collect();
+                error::fail(
+                    exit::USAGE,
+                    format!("--board: no profile {id:?} (known: {})", known.join(", ")),
+                )
+            })?;
+            return Ok(Some((p, ProfileSource::Flag)));
+        }
+        Ok(compatible
+            .and_then(|c| self.detect(c))
+            .map(|p| (p, ProfileSource::DeviceTree)))
     }
 
     fn from_list(list: Vec<Profile>) -> anyhow::Result<Self> {
@@ -293,6 +333,23 @@ mod tests {
         );
         assert_eq!(id(&["raspberrypi,4-model-b", "brcm,bcm2711"]), None);
         assert_eq!(id(&[]), None);
+    }
+
+    #[test]
+    fn choose_prefers_the_flag_and_refuses_unknown_ids() {
+        let p = Profiles::builtin().unwrap();
+        let itx = strs(&["radxa,rock-5-itx", "rockchip,rk3588"]);
+        let (got, src) = p.choose(None, Some(&itx)).unwrap().unwrap();
+        assert_eq!(
+            (got.id.as_str(), src),
+            ("boltzmann", ProfileSource::DeviceTree)
+        );
+        let (got, src) = p.choose(Some("ampere"), Some(&itx)).unwrap().unwrap();
+        assert_eq!((got.id.as_str(), src), ("ampere", ProfileSource::Flag));
+        assert!(p.choose(None, None).unwrap().is_none());
+        let err = p.choose(Some("nope"), None).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::USAGE);
+        assert!(err.to_string().contains("boltzmann"));
     }
 
     #[test]

@@ -3,15 +3,7 @@
 use crate::inventory::Inventory;
 use crate::manifest::Manifest;
 use crate::profile::Profile;
-
-/// How the profile was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProfileSource {
-    DeviceTree,
-    /// `--board NAME`.
-    Flag,
-}
+pub use crate::profile::ProfileSource;
 
 pub struct Context<'a> {
     pub inv: &'a Inventory,

@@ -7,10 +7,10 @@ pub mod report;
 
 use crate::host::{self, env::Env, Root};
 use crate::manifest::Manifest;
-use crate::profile::{Profile, Profiles};
+use crate::profile::Profiles;
 use crate::{cli, error, exit, output};
 
-use context::{Context, ProfileSource};
+use context::Context;
 use finding::{Finding, Status};
 
 /// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
@@ -22,10 +22,7 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
         return Ok(exit::OK);
     }
     let selected = select_checks(&args.only)?;
-    let profiles = match &args.system.profiles {
-        Some(dir) => Profiles::load_dir(dir)?,
-        None => Profiles::builtin()?,
-    };
+    let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = match &args.manifest {
         Some(path) => Manifest::load(path)?,
         None => Manifest::builtin(),
@@ -38,7 +35,11 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
         ));
     }
     let dt = host::devicetree::read(&root);
-    let (profile, source) = choose_profile(&profiles, args.system.board.as_deref(), dt.as_ref())?;
+    let chosen = profiles.choose(
+        args.system.board.as_deref(),
+        dt.as_ref().map(|d| d.compatible.as_slice()),
+    )?;
+    let (profile, source) = (chosen.map(|(p, _)| p), chosen.map(|(_, s)| s));
     let wants_vulkan = !args.no_vulkan && selected.iter().any(|c| c.id == "vulkan-device");
     let inv = host::gather(
         &root,
@@ -86,25 +87,6 @@ fn select_checks(only: &[String]) -> anyhow::Result<Vec<&'static checks::Check>>
         .iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| o.trim() == c.id))
         .collect())
-}
-
-fn choose_profile<'p>(
-    profiles: &'p Profiles,
-    board: Option<&str>,
-    dt: Option<&host::devicetree::DeviceTree>,
-) -> anyhow::Result<(Option<&'p Profile>, Option<ProfileSource>)> {
-    if let Some(id) = board {
-        let p = profiles.by_id(id).ok_or_else(|| {
-            let known: Vec<_> = profiles.all().iter().map(|p| p.id.as_str()).collect();
-            error::fail(
-                exit::USAGE,
-                format!("--board: no profile {id:?} (known: {})", known.join(", ")),
-            )
-        })?;
-        return Ok((Some(p), Some(ProfileSource::Flag)));
-    }
-    let detected = dt.and_then(|d| profiles.detect(&d.compatible));
-    Ok((detected, detected.map(|_| ProfileSource::DeviceTree)))
 }
 
 /// 0 when nothing failed (warnings too with `strict`), 1 otherwise.
