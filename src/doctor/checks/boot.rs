@@ -133,14 +133,17 @@ pub fn check(ctx: &Context) -> Finding {
     let summary = format!("next boot: {release} ({}), {what}", next.how);
 
     if !next_mainline {
-        let summary = if running_mainline {
-            format!("{summary}: the next reboot leaves panthor's kernel")
+        // Leaving a working mainline kernel is a failure of its own; staying on the vendor
+        // kernel is the `kernel` check's finding, repeated here as a warning only.
+        let finding = if running_mainline {
+            Finding::fail(
+                ID,
+                format!("{summary}: the next reboot leaves panthor's kernel"),
+            )
         } else {
-            summary
+            Finding::warn(ID, summary)
         };
-        return Finding::fail(ID, summary)
-            .evidence(ev)
-            .fix(mainline_fix(ctx));
+        return finding.evidence(ev).fix(mainline_fix(ctx));
     }
     if running != Some(release.as_str()) {
         return Finding::warn(
