@@ -40,7 +40,9 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
         dt.as_ref().map(|d| d.compatible.as_slice()),
     )?;
     let (profile, source) = (chosen.map(|(p, _)| p), chosen.map(|(_, s)| s));
-    let wants_vulkan = !args.no_vulkan && selected.iter().any(|c| c.id == "vulkan-device");
+    // Loading Vulkan costs hundreds of milliseconds: only when the check will use it.
+    let wants_vulkan =
+        !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "vulkan-device");
     let inv = host::gather(
         &root,
         &Env::from_process(),
