@@ -7,6 +7,7 @@ pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod exit;
+pub mod fetch;
 pub mod host;
 pub mod output;
 pub mod setup;
