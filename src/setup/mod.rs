@@ -1,4 +1,9 @@
-//! `rvl setup` — placeholder until its issue lands.
+//! `rvl setup`: plan, apply and roll back the board's move to the open GPU stack.
+
+pub mod fault;
+pub mod fsops;
+pub mod journal;
+pub mod lock;
 
 use crate::{cli, error, exit};
 
