@@ -3,11 +3,13 @@
 //! parsers, the fetch client).
 
 pub mod bench;
+pub mod bootcfg;
 pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod exit;
 pub mod fetch;
 pub mod host;
+pub mod manifest;
 pub mod output;
 pub mod setup;

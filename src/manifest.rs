@@ -1,0 +1,248 @@
+//! The artifact manifest (`firmware-manifest/manifest.yaml`): every file rvl may download or
+//! recognise, pinned by size and sha256. The doctor uses the firmware entries to name the version
+//! it finds; setup uses all of it to download and verify before installing anything.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::fail;
+use crate::exit;
+
+/// The manifest built into the binary.
+const BUILTIN: &str = include_str!("../firmware-manifest/manifest.yaml");
+const BUILTIN_NAME: &str = "firmware-manifest/manifest.yaml (built in)";
+pub const SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub schema: u32,
+    #[serde(default)]
+    pub firmware: Vec<Firmware>,
+    #[serde(default)]
+    pub sources: Vec<Source>,
+    #[serde(default)]
+    pub prebuilt: Vec<Prebuilt>,
+}
+
+/// A known CSF firmware blob.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Firmware {
+    pub id: String,
+    pub version: String,
+    /// Path under `/lib/firmware`.
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+    /// CSF interface version the firmware reports (`CSF FW using interface vX.Y.Z`).
+    #[serde(default)]
+    pub interface: Option<String>,
+    #[serde(default)]
+    pub fw_git_sha: Option<String>,
+    /// Where setup downloads it from; entries without one are only recognised.
+    #[serde(default)]
+    pub url: Option<String>,
+    pub licence: String,
+    pub source: String,
+    /// True for blobs panthor loads; false for the vendor (kbase) blob.
+    pub for_panthor: bool,
+    /// The one setup installs.
+    #[serde(default)]
+    pub recommended: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildSystem {
+    Meson,
+    Cmake,
+}
+
+/// A source release that setup downloads, patches and builds.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub id: String,
+    pub version: String,
+    pub url: String,
+    pub size: u64,
+    pub sha256: String,
+    /// Directory inside the archive that holds the tree to build.
+    pub tree: String,
+    pub build: BuildSystem,
+    pub licence: String,
+    pub provenance: String,
+}
+
+/// A prebuilt binary archive (an install prefix packed as tar.xz).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prebuilt {
+    pub id: String,
+    pub version: String,
+    /// CPU architecture the archive is built for (`aarch64`).
+    pub arch: String,
+    pub url: String,
+    pub size: u64,
+    pub sha256: String,
+    pub provenance: String,
+}
+
+impl Manifest {
+    pub fn builtin() -> Self {
+        Self::parse(BUILTIN, BUILTIN_NAME).expect("the built-in manifest is valid (tested)")
+    }
+
+    /// Load a manifest file. Errors name the file and line and exit with `BAD_INPUT`.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            fail(
+                exit::BAD_INPUT,
+                format!("cannot read manifest {}: {e}", path.display()),
+            )
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parse and validate manifest text; `name` is used in error messages.
+    pub fn parse(text: &str, name: &str) -> anyhow::Result<Self> {
+        let manifest: Manifest = serde_saphyr::from_str(text).map_err(|e| {
+            let first = e.to_string();
+            let first = first
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            fail(exit::BAD_INPUT, format!("{name}: {first}"))
+        })?;
+        manifest
+            .validate()
+            .map_err(|msg| fail(exit::BAD_INPUT, format!("{name}: {msg}")))?;
+        Ok(manifest)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.schema != SCHEMA {
+            return Err(format!(
+                "schema {} is not supported (expected {SCHEMA})",
+                self.schema
+            ));
+        }
+        let mut ids = HashSet::new();
+        let all = self
+            .firmware
+            .iter()
+            .map(|f| (&f.id, &f.sha256, f.size, f.url.as_ref()))
+            .chain(
+                self.sources
+                    .iter()
+                    .map(|s| (&s.id, &s.sha256, s.size, Some(&s.url))),
+            )
+            .chain(
+                self.prebuilt
+                    .iter()
+                    .map(|p| (&p.id, &p.sha256, p.size, Some(&p.url))),
+            );
+        for (id, sha, size, url) in all {
+            if !ids.insert(id.as_str()) {
+                return Err(format!("artifact id `{id}` appears twice"));
+            }
+            if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!(
+                    "artifact `{id}`: sha256 must be 64 hex digits, got `{sha}`"
+                ));
+            }
+            if size == 0 {
+                return Err(format!("artifact `{id}`: size must be greater than 0"));
+            }
+            if let Some(url) = url {
+                if !url.starts_with("https://") {
+                    return Err(format!("artifact `{id}`: url must be https, got `{url}`"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The firmware entry whose content matches this sha256 (lower-case hex).
+    pub fn firmware_by_sha256(&self, sha256: &str) -> Option<&Firmware> {
+        self.firmware
+            .iter()
+            .find(|f| f.sha256.eq_ignore_ascii_case(sha256))
+    }
+
+    /// The firmware setup installs for panthor.
+    pub fn recommended_firmware(&self) -> Option<&Firmware> {
+        self.firmware
+            .iter()
+            .find(|f| f.recommended && f.for_panthor)
+    }
+
+    pub fn source(&self, id: &str) -> Option<&Source> {
+        self.sources.iter().find(|s| s.id == id)
+    }
+
+    pub fn prebuilt(&self, id: &str) -> Option<&Prebuilt> {
+        self.prebuilt.iter().find(|p| p.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::exit_code_of;
+
+    #[test]
+    fn builtin_manifest_is_valid_and_pins_the_g610_firmware() {
+        let m = Manifest::builtin();
+        let fw = m.recommended_firmware().unwrap();
+        assert_eq!(fw.path, "arm/mali/arch10.8/mali_csffw.bin");
+        assert_eq!(fw.size, 282624);
+        assert!(m
+            .firmware_by_sha256("43C3C36B914C031D88AE152FD89019D8F99AD41D9879FB5AB7496ED13F7B378B")
+            .is_some());
+        assert_eq!(m.source("mesa").unwrap().build, BuildSystem::Meson);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_expectation() {
+        let err = Manifest::parse("schema: 1\nfirmware:\n  - id: x\n    bogus: 1\n", "m.yaml")
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("m.yaml: line 4"), "{msg}");
+        assert!(msg.contains("unknown field `bogus`"), "{msg}");
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn validation_rejects_bad_hashes_duplicates_and_plain_http() {
+        let fw = |id: &str, sha: &str, url: &str| {
+            format!("  - {{id: {id}, version: v, path: p, size: 1, sha256: {sha}, url: \"{url}\", licence: l, source: s, for_panthor: true}}\n")
+        };
+        let good = "a".repeat(64);
+        let cases = [
+            (fw("a", "abc", "https://x"), "64 hex digits"),
+            (fw("a", &good, "http://x"), "must be https"),
+            (
+                format!(
+                    "{}{}",
+                    fw("a", &good, "https://x"),
+                    fw("a", &good, "https://y")
+                ),
+                "appears twice",
+            ),
+        ];
+        for (body, expected) in cases {
+            let text = format!("schema: 1\nfirmware:\n{body}");
+            let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+            assert!(msg.contains(expected), "{msg}");
+        }
+        let msg = Manifest::parse("schema: 2\n", "m.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("schema 2 is not supported"), "{msg}");
+    }
+}
