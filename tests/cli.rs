@@ -22,9 +22,18 @@ fn help_lists_the_three_verbs() {
 fn usage_errors_exit_2() {
     rvl().arg("frobnicate").assert().code(2);
     rvl().args(["doctor", "--no-such-flag"]).assert().code(2);
-    rvl().args(["setup", "--rollback", "--status"]).assert().code(2);
-    rvl().args(["smoke-bench", "--quick", "--full"]).assert().code(2);
-    rvl().args(["smoke-bench", "--ubatch", "16,abc"]).assert().code(2);
+    rvl()
+        .args(["setup", "--rollback", "--status"])
+        .assert()
+        .code(2);
+    rvl()
+        .args(["smoke-bench", "--quick", "--full"])
+        .assert()
+        .code(2);
+    rvl()
+        .args(["smoke-bench", "--ubatch", "16,abc"])
+        .assert()
+        .code(2);
 }
 
 #[test]

@@ -1,9 +1,12 @@
 //! `rvl setup`: plan, apply and roll back the board's move to the open GPU stack.
 
+pub mod archive;
+pub mod builder;
 pub mod fault;
 pub mod fsops;
 pub mod journal;
 pub mod lock;
+pub mod patches;
 
 use crate::{cli, error, exit};
 
