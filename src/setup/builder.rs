@@ -135,12 +135,17 @@ impl Build {
 
     /// Run every phase; stop at the first that fails.
     pub fn run(&self, label: &str) -> anyhow::Result<()> {
-        let mut log = File::create(&self.log).map_err(|e| {
-            error::fail(
-                exit::PROBLEMS,
-                format!("cannot create the build log {}: {e}", self.log.display()),
-            )
-        })?;
+        // Appended to: the caller may have logged the patch series into it already.
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| {
+                error::fail(
+                    exit::PROBLEMS,
+                    format!("cannot create the build log {}: {e}", self.log.display()),
+                )
+            })?;
         for (phase, argv) in self.commands() {
             self.run_phase(label, phase, &argv, &mut log)?;
         }

@@ -330,6 +330,16 @@ impl Txn {
         fsops::symlink_atomic(&host, Path::new(target)).map_err(|e| write_error(&host, e))
     }
 
+    /// Rename a file inside the root (both paths journaled: undo removes `to`, restores `from`).
+    pub fn rename(&mut self, from: &str, to: &str, step: &str) -> anyhow::Result<()> {
+        self.record(from, step)?;
+        self.ensure_parent(to, step)?;
+        self.record(to, step)?;
+        let src = self.root().join(self.canonical(from)?);
+        let dst = self.root().join(self.canonical(to)?);
+        fsops::rename_into_place(&src, &dst).map_err(|e| write_error(&dst, e))
+    }
+
     /// Move a staged directory tree (host path, same file system) to `path`, which must not exist.
     pub fn install_tree(&mut self, staged: &Path, path: &str, step: &str) -> anyhow::Result<()> {
         self.ensure_parent(path, step)?;
