@@ -288,7 +288,7 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
         size: fw.size,
         mode: 0o644,
         was_sha256: have,
-        description: format!("{} {}", fw.id, fw.version),
+        description: fw.version.clone(),
     });
     // A built-in panthor probes before the root file system is mounted: the firmware must be
     // in the initramfs of the kernel that will boot.
