@@ -387,6 +387,7 @@ fn build_source(
             options: s.options.to_vec(),
             log: log_path.clone(),
             quiet,
+            deps_hint: steps::build_deps(s.project).to_string(),
         };
         b.run(&label)?;
         let staged = stage.join(s.prefix.trim_start_matches('/'));

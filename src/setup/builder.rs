@@ -28,16 +28,19 @@ pub struct Build {
     pub options: Vec<String>,
     pub log: PathBuf,
     pub quiet: bool,
+    /// Shown when configure fails: what the project needs installed.
+    pub deps_hint: String,
 }
 
-/// Tools each build needs, with the Debian package that provides each.
+/// Tools every build of this kind needs, with the Debian package that provides each. Project
+/// specific dependencies (a C++ compiler, Mesa's python modules) are named by the caller's
+/// hint when configure fails, since they cannot all be probed by a program name.
 pub fn tools_for(system: BuildSystem) -> &'static [(&'static str, &'static str)] {
     match system {
         BuildSystem::Meson => &[
             ("meson", "meson"),
             ("ninja", "ninja-build"),
             ("cc", "gcc"),
-            ("c++", "g++"),
             ("pkg-config", "pkg-config"),
             ("patch", "patch"),
         ],
@@ -45,7 +48,6 @@ pub fn tools_for(system: BuildSystem) -> &'static [(&'static str, &'static str)]
             ("cmake", "cmake"),
             ("ninja", "ninja-build"),
             ("cc", "gcc"),
-            ("c++", "g++"),
             ("patch", "patch"),
         ],
     }
@@ -210,10 +212,15 @@ impl Build {
         if status.success() {
             return Ok(());
         }
+        let hint = if phase == "configure" && !self.deps_hint.is_empty() {
+            format!("\n{label} needs: {}", self.deps_hint)
+        } else {
+            String::new()
+        };
         Err(error::fail(
             exit::PROBLEMS,
             format!(
-                "{label}: {phase} failed ({status}); full log: {}\n{}",
+                "{label}: {phase} failed ({status}); full log: {}\n{}{hint}",
                 self.log.display(),
                 tail(&self.log, 12)
             ),
@@ -264,6 +271,7 @@ mod tests {
             options: vec!["-Dvulkan-drivers=panfrost".into()],
             log: "/l".into(),
             quiet: true,
+            deps_hint: String::new(),
         };
         let cmds = b.commands();
         assert_eq!(cmds[0].0, "configure");
@@ -286,6 +294,7 @@ mod tests {
             options: vec![],
             log: d.path().join("build.log"),
             quiet: true,
+            deps_hint: "sudo apt install x".into(),
         };
         if which::which("meson").is_err() {
             return; // CI installs meson; the end-to-end test in tests/ covers this path too
@@ -293,5 +302,6 @@ mod tests {
         let err = b.run("x").unwrap_err().to_string();
         assert!(err.contains("x: configure failed"), "{err}");
         assert!(err.contains("build.log"), "{err}");
+        assert!(err.contains("x needs: sudo apt install x"), "{err}");
     }
 }

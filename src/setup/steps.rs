@@ -39,6 +39,21 @@ pub const LLAMA_OPTIONS: &[&str] = &[
     "-DLLAMA_BUILD_TESTS=OFF",
 ];
 
+/// What building panvk from the Mesa tarball needs on Debian (shown if configure fails).
+pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-packaging libdrm-dev libexpat1-dev zlib1g-dev glslang-tools bison flex libelf-dev";
+/// What building llama.cpp with Vulkan needs on Debian.
+pub const LLAMA_BUILD_DEPS: &str =
+    "sudo apt install cmake ninja-build gcc g++ patch libvulkan-dev glslc";
+
+/// The build dependency hint for a project.
+pub fn build_deps(project: &str) -> &'static str {
+    if project == "mesa" {
+        MESA_BUILD_DEPS
+    } else {
+        LLAMA_BUILD_DEPS
+    }
+}
+
 pub struct Ctx<'a> {
     pub facts: &'a Facts,
     pub target: &'a Target,
