@@ -325,3 +325,89 @@ fn unknown_board_and_unknown_step_are_clear_errors() {
         .code(2)
         .stderr(predicate::str::contains("--board"));
 }
+
+#[test]
+fn radxa_vendor_kernel_drops_the_kbase_overlay_and_regenerates() {
+    let (_d, root) = fixture("boltzmann-uboot-menu");
+    fs::create_dir_all(root.join("boot/dtbo")).unwrap();
+    fs::write(root.join("boot/dtbo/rk3588-mali-enable.dtbo"), b"overlay").unwrap();
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let before = snapshot(&root);
+    // Without the kernel step the BSP kernel keeps booting, so the overlay decides the driver.
+    rvl(&root, &a.manifest)
+        .args(["--board", "boltzmann", "--only", "gpu-overlay", "--yes"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "rename /boot/dtbo/rk3588-mali-enable.dtbo -> /boot/dtbo/rk3588-mali-enable.dtbo.disabled",
+        ));
+    assert!(!root.join("boot/dtbo/rk3588-mali-enable.dtbo").exists());
+    assert_eq!(
+        fs::read(root.join("boot/dtbo/rk3588-mali-enable.dtbo.disabled")).unwrap(),
+        b"overlay"
+    );
+    rvl(&root, &a.manifest).arg("--rollback").assert().success();
+    assert_same(&before, &snapshot(&root));
+}
+
+#[test]
+fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_size(4);
+    h.set_mode(0o755);
+    h.set_cksum();
+    b.append_data(&mut h, "lib/libvulkan_panfrost.so", &b"\x7fELF"[..])
+        .unwrap();
+    let archive = b.into_inner().unwrap();
+    let url = a.server.route(
+        "/pre/mesa-panvk.tar",
+        common::http::Reply::Body(archive.clone()),
+    );
+    let mut yaml = fs::read_to_string(&a.manifest).unwrap();
+    yaml.push_str(&format!(
+        "prebuilt:\n  - id: mesa-panvk-aarch64\n    version: \"26.1.6\"\n    arch: aarch64\n    url: {url}\n    size: {}\n    sha256: {}\n    provenance: test\n",
+        archive.len(),
+        sha256_hex(&archive)
+    ));
+    fs::write(&a.manifest, yaml).unwrap();
+    rvl(&root, &a.manifest)
+        .args([
+            "--board",
+            "boltzmann",
+            "--only",
+            "mesa",
+            "--mesa-from",
+            "prebuilt",
+            "--yes",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        fs::read(root.join("opt/rvl/mesa-26.1.6-rvl1/lib/libvulkan_panfrost.so")).unwrap(),
+        b"\x7fELF"
+    );
+}
+
+#[test]
+fn prebuilt_mesa_without_one_in_the_manifest_says_so() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    rvl(&root, &a.manifest)
+        .args([
+            "--board",
+            "boltzmann",
+            "--only",
+            "mesa",
+            "--mesa-from",
+            "prebuilt",
+            "--dry-run",
+        ])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains(
+            "no prebuilt Mesa 26.1.6 for aarch64",
+        ));
+}

@@ -150,7 +150,7 @@ fn a_crash_after_each_step_is_reported_and_undone_by_the_next_run() {
                 .arg("--status")
                 .assert()
                 .success()
-                .stdout(predicate::str::contains("interrupted Apply run"));
+                .stdout(predicate::str::contains("interrupted apply run"));
             recover_and_check(&root, &a.manifest, c, &old, &new, &at);
         }
     }
@@ -184,7 +184,7 @@ fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
     rvl(&root, &a.manifest)
         .arg("--status")
         .assert()
-        .stdout(predicate::str::contains("interrupted Rollback run"));
+        .stdout(predicate::str::contains("interrupted rollback run"));
     rvl(&root, &a.manifest).arg("--rollback").assert().success();
     assert_same(&old, &snapshot(&root));
 }

@@ -58,6 +58,15 @@ pub enum RunKind {
     Rollback,
 }
 
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunKind::Apply => "apply",
+            RunKind::Rollback => "rollback",
+        })
+    }
+}
+
 /// `journal.json`: the run in progress.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
@@ -456,6 +465,27 @@ pub enum Recovery {
     AlreadyCommitted {
         id: String,
     },
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recovery::Nothing => f.write_str("no interrupted run"),
+            Recovery::UndidApply { id, entries } => write!(
+                f,
+                "an interrupted apply ({id}) was undone: {entries} path(s) put back"
+            ),
+            Recovery::FinishedRollback { id } => {
+                write!(f, "an interrupted rollback ({id}) was finished")
+            }
+            Recovery::AlreadyCommitted { id } => {
+                write!(
+                    f,
+                    "the last apply ({id}) had completed; its journal was cleared"
+                )
+            }
+        }
+    }
 }
 
 /// Deal with an interrupted run (the caller holds the lock).

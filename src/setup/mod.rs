@@ -68,7 +68,7 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
         let mut p = make_plan()?;
         if let Some(j) = journal::StateDir::new(&root).load_journal()? {
             p.notes.push(format!(
-                "an interrupted {:?} run ({}) is pending; the next apply or rollback finishes it",
+                "an interrupted {} run ({}) is pending; the next apply or rollback finishes it",
                 j.kind, j.id
             ));
         }
@@ -89,7 +89,7 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     let _lock = lock::Lock::acquire(&root)?;
     let recovered = journal::recover(&root)?;
     if recovered != journal::Recovery::Nothing && !args.json {
-        eprintln!("rvl: found an interrupted run and finished it: {recovered:?}");
+        eprintln!("rvl: {recovered}");
     }
     let p = make_plan()?;
     if p.is_empty() {
@@ -253,6 +253,9 @@ fn rollback(root: &Root, as_json: bool) -> anyhow::Result<i32> {
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
     let recovered = journal::recover(root)?;
+    if recovered != journal::Recovery::Nothing && !as_json {
+        eprintln!("rvl: {recovered}");
+    }
     let undone = journal::rollback(root)?;
     if as_json {
         output::print_json(&json!({
@@ -307,7 +310,7 @@ fn status(root: &Root, as_json: bool) -> anyhow::Result<i32> {
     }
     if let Some(j) = pending {
         println!(
-            "! an interrupted {:?} run ({}, {} path{} touched) is pending: the next `rvl setup` or `rvl setup --rollback` finishes it",
+            "! an interrupted {} run ({}, {} path{} touched) is pending: the next `rvl setup` or `rvl setup --rollback` finishes it",
             j.kind,
             j.id,
             j.entries.len(),
