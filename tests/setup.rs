@@ -411,3 +411,26 @@ fn prebuilt_mesa_without_one_in_the_manifest_says_so() {
             "no prebuilt Mesa 26.1.6 for aarch64",
         ));
 }
+
+#[test]
+fn icd_alone_needs_panvk_installed_first() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    rvl(&root, &a.manifest)
+        .args(["--board", "boltzmann", "--only", "icd", "--dry-run"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("run the mesa step first"));
+}
+
+#[test]
+fn an_image_without_a_known_boot_configuration_is_a_clear_error() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    fs::remove_file(root.join("boot/extlinux/extlinux.conf")).unwrap();
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    rvl(&root, &a.manifest)
+        .args(["--board", "boltzmann", "--only", "kernel", "--dry-run"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains("cannot tell how this image boots"));
+}

@@ -251,6 +251,20 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
                 )
             })?
     };
+    // The real u-boot-update or update-initramfs acts on this machine's /boot whatever root we
+    // were given; only a tool written for a root (it reads RVL_ROOT) may run against one.
+    if !root.is_live() {
+        let text = fs::read(&program).unwrap_or_default();
+        if !text.windows(8).any(|w| w == b"RVL_ROOT") {
+            return Err(error::fail(
+                exit::UNSUPPORTED,
+                format!(
+                    "`{tool}` in {} would change this machine, not that tree; run rvl setup inside it (chroot) instead",
+                    root.base().display()
+                ),
+            ));
+        }
+    }
     let mut cmd = Command::new(&program);
     cmd.args(args);
     if !root.is_live() {
@@ -458,12 +472,18 @@ mod tests {
         );
         fs::write(
             &script,
-            "#!/bin/sh\necho 'E: need root privileges' >&2\nexit 1\n",
+            "#!/bin/sh\n: \"$RVL_ROOT\"\necho 'E: need root privileges' >&2\nexit 1\n",
         )
         .unwrap();
         let err = run_tool(&root, "u-boot-update", &[])
             .unwrap_err()
             .to_string();
         assert!(err.contains("need root privileges"), "{err}");
+        // A system tool that does not know about roots would change the host: refused.
+        fs::write(&script, "#!/bin/sh\ntouch /tmp/rvl-should-not-run\n").unwrap();
+        let err = run_tool(&root, "u-boot-update", &[]).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::UNSUPPORTED);
+        assert!(err.to_string().contains("inside it (chroot)"), "{err}");
+        assert!(!Path::new("/tmp/rvl-should-not-run").exists());
     }
 }

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::facts::Facts;
+pub use super::facts::Facts;
 use super::steps;
 use super::target::Target;
 use crate::cli::MesaFrom;
