@@ -434,3 +434,29 @@ fn an_image_without_a_known_boot_configuration_is_a_clear_error() {
         .code(5)
         .stderr(predicate::str::contains("cannot tell how this image boots"));
 }
+
+#[test]
+fn a_relative_root_works_for_tools_too() {
+    let (d, _root) = fixture("boltzmann-uboot-menu");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let mut cmd = assert_cmd::Command::cargo_bin("rvl").unwrap();
+    cmd.current_dir(d.path())
+        .env_remove("SUDO_USER")
+        .env_remove("RVL_FAULT")
+        .args([
+            "setup",
+            "--root",
+            "root",
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel",
+            "--yes",
+        ])
+        .arg("--manifest")
+        .arg(&a.manifest)
+        .assert()
+        .success();
+    let ext = fs::read_to_string(d.path().join("root/boot/extlinux/extlinux.conf")).unwrap();
+    assert!(ext.contains("\ndefault l0\n"));
+}

@@ -265,10 +265,13 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
             ));
         }
     }
+    // Absolute paths: the tool runs in the root's directory, where a relative --root is wrong.
+    let program = fs::canonicalize(&program).unwrap_or(program);
     let mut cmd = Command::new(&program);
     cmd.args(args);
     if !root.is_live() {
-        cmd.env("RVL_ROOT", root.base()).current_dir(root.base());
+        let base = fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        cmd.env("RVL_ROOT", &base).current_dir(&base);
     }
     let out = cmd.output().map_err(|e| {
         error::fail(
