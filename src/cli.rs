@@ -67,6 +67,10 @@ pub struct DoctorArgs {
     /// List the checks with their ids and exit
     #[arg(long)]
     pub list_checks: bool,
+
+    /// Recognise firmware by this artifact manifest instead of the built-in one
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,7 +1,149 @@
-//! `rvl doctor` — placeholder until its issue lands.
+//! `rvl doctor`: gather an inventory, pick the board profile, run pure checks, render.
 
-use crate::{cli, error, exit};
+pub mod checks;
+pub mod context;
+pub mod finding;
+pub mod report;
 
-pub fn run(_args: &cli::DoctorArgs) -> anyhow::Result<i32> {
-    Err(error::fail(exit::INTERNAL, "rvl doctor is not built yet"))
+use crate::host::{self, env::Env, Root};
+use crate::manifest::Manifest;
+use crate::profile::{Profile, Profiles};
+use crate::{cli, error, exit, output};
+
+use context::{Context, ProfileSource};
+use finding::{Finding, Status};
+
+/// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
+const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
+
+pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
+    if args.list_checks {
+        report::print_check_list(args.json)?;
+        return Ok(exit::OK);
+    }
+    let selected = select_checks(&args.only)?;
+    let profiles = match &args.system.profiles {
+        Some(dir) => Profiles::load_dir(dir)?,
+        None => Profiles::builtin()?,
+    };
+    let manifest = match &args.manifest {
+        Some(path) => Manifest::load(path)?,
+        None => Manifest::builtin(),
+    };
+    let root = Root::new(&args.system.root);
+    if !root.is_dir("/") {
+        return Err(error::fail(
+            exit::USAGE,
+            format!("--root {}: not a directory", args.system.root.display()),
+        ));
+    }
+    let dt = host::devicetree::read(&root);
+    let (profile, source) = choose_profile(&profiles, args.system.board.as_deref(), dt.as_ref())?;
+    let wants_vulkan = !args.no_vulkan && selected.iter().any(|c| c.id == "vulkan-device");
+    let inv = host::gather(
+        &root,
+        &Env::from_process(),
+        &host::GatherOptions {
+            firmware: profile
+                .map(|p| p.gpu.firmware.as_str())
+                .unwrap_or(DEFAULT_FIRMWARE),
+            live: true,
+            vulkan: wants_vulkan,
+        },
+    );
+    let ctx = Context {
+        inv: &inv,
+        profile,
+        source,
+        manifest: &manifest,
+        no_vulkan: args.no_vulkan,
+    };
+    let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
+    let code = exit_code(&findings, args.strict);
+    if args.json {
+        output::print_json(&report::json(&ctx, &findings, code))?;
+    } else {
+        print!(
+            "{}",
+            report::human(&ctx, &findings, output::Style::detect())
+        );
+    }
+    Ok(code)
+}
+
+/// The checks `--only` names, in their normal order; all of them when none are named.
+fn select_checks(only: &[String]) -> anyhow::Result<Vec<&'static checks::Check>> {
+    for id in only {
+        if checks::by_id(id.trim()).is_none() {
+            let known: Vec<_> = checks::ALL.iter().map(|c| c.id).collect();
+            return Err(error::fail(
+                exit::USAGE,
+                format!("--only: unknown check {id:?} (known: {})", known.join(", ")),
+            ));
+        }
+    }
+    Ok(checks::ALL
+        .iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| o.trim() == c.id))
+        .collect())
+}
+
+fn choose_profile<'p>(
+    profiles: &'p Profiles,
+    board: Option<&str>,
+    dt: Option<&host::devicetree::DeviceTree>,
+) -> anyhow::Result<(Option<&'p Profile>, Option<ProfileSource>)> {
+    if let Some(id) = board {
+        let p = profiles.by_id(id).ok_or_else(|| {
+            let known: Vec<_> = profiles.all().iter().map(|p| p.id.as_str()).collect();
+            error::fail(
+                exit::USAGE,
+                format!("--board: no profile {id:?} (known: {})", known.join(", ")),
+            )
+        })?;
+        return Ok((Some(p), Some(ProfileSource::Flag)));
+    }
+    let detected = dt.and_then(|d| profiles.detect(&d.compatible));
+    Ok((detected, detected.map(|_| ProfileSource::DeviceTree)))
+}
+
+/// 0 when nothing failed (warnings too with `strict`), 1 otherwise.
+pub fn exit_code(findings: &[Finding], strict: bool) -> i32 {
+    let bad = |f: &Finding| f.status == Status::Fail || (strict && f.status == Status::Warn);
+    if findings.iter().any(bad) {
+        exit::PROBLEMS
+    } else {
+        exit::OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_fail_and_strict() {
+        let p = Finding::pass("a", "");
+        let w = Finding::warn("b", "");
+        let f = Finding::fail("c", "");
+        assert_eq!(exit_code(&[p.clone(), w.clone()], false), exit::OK);
+        assert_eq!(exit_code(&[p.clone(), w], true), exit::PROBLEMS);
+        assert_eq!(exit_code(&[p, f], false), exit::PROBLEMS);
+        assert_eq!(exit_code(&[Finding::skip("d", "")], true), exit::OK);
+    }
+
+    #[test]
+    fn only_validates_ids_and_keeps_order() {
+        let ids = |v: &[&str]| {
+            select_checks(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map(|cs| cs.iter().map(|c| c.id).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            ids(&["firmware", "board"]).unwrap(),
+            vec!["board", "firmware"]
+        );
+        assert_eq!(ids(&[]).unwrap().len(), checks::ALL.len());
+        let err = ids(&["nope"]).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::USAGE);
+    }
 }

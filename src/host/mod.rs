@@ -1,5 +1,12 @@
 //! The only code that touches the machine. Everything reads (and writes) through a [`Root`].
 
+pub mod devicetree;
+pub mod env;
+pub mod gather;
+pub mod initramfs;
+pub mod live;
 pub mod root;
+pub mod sysfs;
 
+pub use gather::{gather, GatherOptions};
 pub use root::Root;

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Links followed while resolving one path before giving up (Linux uses 40 too).
@@ -135,7 +136,18 @@ impl Root {
     /// Whole file, at most `cap` bytes (larger files are an error, not a truncation).
     pub fn read_capped(&self, in_root: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
         let path = self.resolve(in_root.as_ref())?;
-        let mut file = fs::File::open(&path)?;
+        // O_NONBLOCK so a FIFO planted where a file belongs cannot hang the open; then only
+        // regular files are read (every sysfs, procfs and config file is one).
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&path)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!(
+                "{} is not a regular file",
+                in_root.as_ref().display()
+            )));
+        }
         let mut buf = Vec::new();
         file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
         if buf.len() as u64 > cap {
@@ -321,6 +333,18 @@ mod tests {
             root.canonicalize_parent("/fw/dt").unwrap(),
             PathBuf::from("/sys/firmware/dt")
         );
+    }
+
+    #[test]
+    fn fifos_and_directories_are_refused_without_blocking() {
+        let (d, root) = tree();
+        let status = std::process::Command::new("mkfifo")
+            .arg(d.path().join("fifo"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(root.read("/fifo").is_err());
+        assert!(root.read("/sys").is_err());
     }
 
     #[test]

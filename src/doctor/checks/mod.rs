@@ -1,0 +1,273 @@
+//! The checks, in the order they run and print. Each is a pure function of a [`Context`].
+
+use super::context::Context;
+use super::finding::Finding;
+
+mod board;
+mod boot;
+mod firmware;
+mod gpu_driver;
+mod kernel;
+mod render_node;
+mod vulkan_device;
+mod vulkan_icd;
+mod xdg;
+
+pub struct Check {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub run: fn(&Context) -> Finding,
+}
+
+pub const ALL: &[Check] = &[
+    Check {
+        id: "board",
+        title: "which board profile matches the device tree",
+        run: board::check,
+    },
+    Check {
+        id: "kernel",
+        title: "running kernel: mainline with panthor, or vendor BSP",
+        run: kernel::check,
+    },
+    Check {
+        id: "gpu-driver",
+        title: "which driver owns the GPU (panthor, kbase, none) and its device-tree status",
+        run: gpu_driver::check,
+    },
+    Check {
+        id: "render-node",
+        title: "the panthor DRM render node and whether this user can open it",
+        run: render_node::check,
+    },
+    Check {
+        id: "firmware",
+        title: "CSF firmware file panthor loads (path, header, version, initramfs)",
+        run: firmware::check,
+    },
+    Check {
+        id: "vulkan-icd",
+        title: "Vulkan ICD manifests for panvk in the loader's search order",
+        run: vulkan_icd::check,
+    },
+    Check {
+        id: "xdg-runtime-dir",
+        title: "XDG_RUNTIME_DIR set, owned by the user, mode 0700",
+        run: xdg::check,
+    },
+    Check {
+        id: "boot-default",
+        title: "which kernel boots next, compared with the running and the pinned mainline kernel",
+        run: boot::check,
+    },
+    Check {
+        id: "vulkan-device",
+        title: "panvk device through the Vulkan loader (live only)",
+        run: vulkan_device::check,
+    },
+];
+
+pub fn by_id(id: &str) -> Option<&'static Check> {
+    ALL.iter().find(|c| c.id == id)
+}
+
+/// Common early exit: GPU checks mean nothing without an RK3588 profile.
+pub(crate) fn needs_profile(ctx: &Context, id: &str) -> Option<Finding> {
+    ctx.profile
+        .is_none()
+        .then(|| Finding::skip(id, "not an RK3588 board (see board)"))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The live-only branches, fed with hand-made facts (no machine needed).
+    use super::*;
+    use crate::doctor::finding::Status;
+    use crate::host::live::{RenderAccess, UserFacts, VulkanDevice, VulkanProbe, XdgFacts};
+    use crate::host::sysfs::{PlatformGpu, RenderNode};
+    use crate::inventory::Inventory;
+    use crate::profile::Profiles;
+
+    fn live_inventory() -> Inventory {
+        let mut inv = Inventory {
+            live: true,
+            ..Default::default()
+        };
+        inv.gpu.devices.push(PlatformGpu {
+            name: "fb000000.gpu".into(),
+            path: "/sys/devices/platform/fb000000.gpu".into(),
+            compatible: vec!["rockchip,rk3588-mali".into(), "arm,mali-valhall-csf".into()],
+            driver: Some("panthor".into()),
+            gpuinfo: None,
+        });
+        inv.render_nodes.push(RenderNode {
+            name: "renderD129".into(),
+            device: Some("/sys/devices/platform/fb000000.gpu".into()),
+            driver: Some("panthor".into()),
+            dev_path: "/dev/dri/renderD129".into(),
+            dev_exists: true,
+        });
+        inv.live_facts.user = Some(UserFacts {
+            euid: 1000,
+            groups: vec![1000],
+        });
+        inv.live_facts.render.push(RenderAccess {
+            dev_path: "/dev/dri/renderD129".into(),
+            ioctl_driver: Some("panthor".into()),
+            ioctl_error: None,
+            mode: Some(0o660),
+            gid: Some(105),
+            group: Some("render".into()),
+            read_write: true,
+            access_error: None,
+        });
+        inv
+    }
+
+    fn run(id: &str, inv: &Inventory, no_vulkan: bool) -> Finding {
+        let profiles = Profiles::builtin().unwrap();
+        let manifest = crate::manifest::Manifest::builtin();
+        let ctx = Context {
+            inv,
+            profile: profiles.by_id("boltzmann"),
+            source: None,
+            manifest: &manifest,
+            no_vulkan,
+        };
+        (by_id(id).unwrap().run)(&ctx)
+    }
+
+    #[test]
+    fn render_node_is_found_by_device_not_number() {
+        let inv = live_inventory();
+        let f = run("render-node", &inv, false);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(f.summary.contains("renderD129"));
+    }
+
+    #[test]
+    fn render_node_without_access_names_the_group() {
+        let mut inv = live_inventory();
+        inv.live_facts.render[0].read_write = false;
+        inv.live_facts.render[0].access_error = Some("Permission denied (os error 13)".into());
+        let f = run("render-node", &inv, false);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("is not a member of group render")));
+        assert!(f.fix.unwrap().contains("usermod -aG render"));
+    }
+
+    #[test]
+    fn render_node_answering_as_another_driver_fails() {
+        let mut inv = live_inventory();
+        inv.live_facts.render[0].ioctl_driver = Some("rockchip".into());
+        assert_eq!(run("render-node", &inv, false).status, Status::Fail);
+    }
+
+    #[test]
+    fn xdg_runtime_dir_states() {
+        let mut inv = live_inventory();
+        assert_eq!(
+            run("xdg-runtime-dir", &inv, false).status,
+            Status::Warn,
+            "unset"
+        );
+        let mut x = XdgFacts {
+            path: "/run/user/1000".into(),
+            exists: true,
+            is_dir: true,
+            owner: Some(1000),
+            mode: Some(0o700),
+        };
+        inv.live_facts.xdg_runtime_dir = Some(x.clone());
+        assert_eq!(run("xdg-runtime-dir", &inv, false).status, Status::Pass);
+        x.mode = Some(0o755);
+        inv.live_facts.xdg_runtime_dir = Some(x.clone());
+        let f = run("xdg-runtime-dir", &inv, false);
+        assert_eq!(f.status, Status::Warn);
+        assert!(f.summary.contains("0755"));
+        x.mode = Some(0o700);
+        x.owner = Some(0);
+        inv.live_facts.xdg_runtime_dir = Some(x);
+        assert!(run("xdg-runtime-dir", &inv, false)
+            .summary
+            .contains("uid 0"));
+    }
+
+    fn panvk(mesa: &str) -> VulkanDevice {
+        VulkanDevice {
+            name: "Mali-G610 MC4".into(),
+            api_version: "1.4.335".into(),
+            vendor_id: 0x13b5,
+            driver_id: Some(crate::host::live::DRIVER_ID_MESA_PANVK),
+            driver_name: Some("panvk".into()),
+            driver_info: Some(mesa.into()),
+            shader_float16: Some(true),
+            shader_int8: Some(true),
+            integer_dot_product: Some(true),
+            subgroup_size: Some(16),
+            max_compute_shared_memory: 32768,
+        }
+    }
+
+    #[test]
+    fn vulkan_device_states_the_known_ubatch_limit_on_old_mesa() {
+        let mut inv = live_inventory();
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.1.6")],
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Warn);
+        assert!(f.summary.contains("ubatch > 64"), "{}", f.summary);
+        assert!(f.fix.unwrap().contains("-ub 64"));
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.2.0")],
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Pass);
+        assert!(f.summary.contains("fp16 yes") && f.summary.contains("shared memory 32 KiB"));
+        assert_eq!(run("vulkan-device", &inv, true).status, Status::Skip);
+    }
+
+    #[test]
+    fn vulkan_device_without_loader_is_a_finding() {
+        let mut inv = live_inventory();
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: Some("cannot load the Vulkan loader".into()),
+            devices: vec![],
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.fix.unwrap().contains("libvulkan1"));
+    }
+
+    #[test]
+    fn every_warning_and_failure_carries_a_fix() {
+        for root in std::fs::read_dir("tests/fixtures/roots").unwrap() {
+            let root = root.unwrap().path();
+            if !root.is_dir() {
+                continue;
+            }
+            let r = crate::host::Root::new(&root);
+            let inv = crate::host::gather(
+                &r,
+                &crate::host::env::Env::default(),
+                &crate::host::GatherOptions {
+                    firmware: "arm/mali/arch10.8/mali_csffw.bin",
+                    live: false,
+                    vulkan: false,
+                },
+            );
+            for c in ALL {
+                let f = run(c.id, &inv, true);
+                if f.status >= Status::Warn {
+                    assert!(f.fix.is_some(), "{} in {}: {f:?}", c.id, root.display());
+                }
+            }
+        }
+    }
+}

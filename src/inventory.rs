@@ -1,0 +1,136 @@
+//! What rvl observed on a system: plain data, gathered once by [`crate::host::gather`], read by
+//! the pure checks in [`crate::doctor`], embedded in `rvl doctor --json`. Paths are in-root.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::firmware::FirmwareFacts;
+use crate::host::devicetree::DeviceTree;
+use crate::host::env::Env;
+use crate::host::live::LiveFacts;
+use crate::host::sysfs::{PlatformGpu, RenderNode};
+use crate::icd::IcdFacts;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inventory {
+    /// True when the root is the running system ("/"), so live probes were possible.
+    pub live: bool,
+    /// None when the system has no device tree (x86 PCs, most containers).
+    pub devicetree: Option<DeviceTree>,
+    pub kernel: KernelFacts,
+    pub gpu: GpuFacts,
+    pub render_nodes: Vec<RenderNode>,
+    pub firmware: FirmwareFacts,
+    pub vulkan_icd: IcdFacts,
+    pub boot: BootFacts,
+    pub env: Env,
+    /// Facts only a running system can give (ioctls, access checks, Vulkan); empty otherwise.
+    pub live_facts: LiveFacts,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelFacts {
+    /// Running release from proc/sys/kernel/osrelease.
+    pub release: Option<String>,
+    /// The kernel configuration, when readable.
+    pub config: Option<KernelConfigFacts>,
+    /// GPU-related modules present in /sys/module (loaded or built in with a sysfs entry).
+    pub modules: Vec<String>,
+    /// kbase's MODULE_VERSION, which exists even when kbase is built in.
+    pub kbase_version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelConfigFacts {
+    /// Where it was read ("/proc/config.gz" or "/boot/config-<release>").
+    pub source: String,
+    /// The options the checks look at (the full config has thousands).
+    pub options: BTreeMap<String, String>,
+}
+
+impl KernelConfigFacts {
+    /// Value of an option, "n" when unset.
+    pub fn get(&self, name: &str) -> &str {
+        self.options.get(name).map(String::as_str).unwrap_or("n")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFacts {
+    /// Platform devices with a Mali compatible.
+    pub devices: Vec<PlatformGpu>,
+    /// kbase's character device.
+    pub dev_mali0: bool,
+}
+
+impl GpuFacts {
+    /// The device panthor drives or should drive: a panthor-capable one, bound ones first.
+    pub fn panthor_device(&self) -> Option<&PlatformGpu> {
+        let capable = || self.devices.iter().filter(|d| d.panthor_capable());
+        capable()
+            .find(|d| d.driver.as_deref() == Some("panthor"))
+            .or_else(|| capable().next())
+    }
+
+    /// A device kbase ("mali") has bound.
+    pub fn kbase_device(&self) -> Option<&PlatformGpu> {
+        self.devices
+            .iter()
+            .find(|d| d.driver.as_deref() == Some("mali"))
+    }
+}
+
+/// How the next kernel is chosen on this system, as far as files say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootFacts {
+    /// `/boot/extlinux/extlinux.conf`, when present.
+    pub extlinux: Option<ExtlinuxFacts>,
+    /// Debian u-boot-menu, when installed (it regenerates extlinux.conf).
+    pub uboot_menu: Option<UbootMenuFacts>,
+    /// Armbian's boot.scr setup (`/boot/armbianEnv.txt` + the `/boot/Image` link).
+    pub armbian: Option<ArmbianFacts>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtlinuxFacts {
+    pub path: String,
+    /// The `default` line's label.
+    pub default_label: Option<String>,
+    /// The entry U-Boot boots without intervention.
+    pub default_entry: Option<BootEntry>,
+    pub entries: Vec<BootEntry>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootEntry {
+    pub label: String,
+    pub linux: Option<String>,
+    /// Release taken from the `linux` path (`vmlinuz-<release>`).
+    pub release: Option<String>,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UbootMenuFacts {
+    /// The label u-boot-update writes as `default` next time it runs.
+    pub default_label: String,
+    /// `file:line` of the `U_BOOT_DEFAULT` assignment, none when u-boot-menu's own `l0` applies.
+    pub default_from: Option<String>,
+    /// False when the value comes from a command or variable, or sits inside an `if`.
+    pub default_known: bool,
+    /// Kernels in /boot, highest first: `l0`, `l1`, … in u-boot-update's numbering.
+    pub kernels: Vec<String>,
+    /// `U_BOOT_FDT_OVERLAYS`, when set.
+    pub fdt_overlays: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArmbianFacts {
+    pub overlays: Vec<String>,
+    pub overlay_prefix: Option<String>,
+    pub fdtfile: Option<String>,
+    /// Target of the `/boot/Image` link, and the release it names.
+    pub image: Option<String>,
+    pub image_release: Option<String>,
+}

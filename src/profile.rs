@@ -1,0 +1,323 @@
+//! Board profiles: what rvl knows about one board (how to recognise it, its GPU, the kernels it
+//! wants, how it boots). One YAML file a board under `profiles/`, embedded in the binary;
+//! `--profiles DIR` replaces the built-in set. The schema is documented in `profiles/README.md`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{error, exit};
+
+/// The built-in profiles, embedded so the binary works from anywhere.
+const BUILTIN: &[(&str, &str)] = &[
+    ("boltzmann.yaml", include_str!("../profiles/boltzmann.yaml")),
+    ("ampere.yaml", include_str!("../profiles/ampere.yaml")),
+    ("rock-5b.yaml", include_str!("../profiles/rock-5b.yaml")),
+    (
+        "rock-5b-plus.yaml",
+        include_str!("../profiles/rock-5b-plus.yaml"),
+    ),
+    ("rock-5a.yaml", include_str!("../profiles/rock-5a.yaml")),
+    (
+        "orangepi-5.yaml",
+        include_str!("../profiles/orangepi-5.yaml"),
+    ),
+    (
+        "orangepi-5-plus.yaml",
+        include_str!("../profiles/orangepi-5-plus.yaml"),
+    ),
+    (
+        "coolpi-cm5-evb.yaml",
+        include_str!("../profiles/coolpi-cm5-evb.yaml"),
+    ),
+    (
+        "generic-rk3588.yaml",
+        include_str!("../profiles/generic-rk3588.yaml"),
+    ),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Stable name used by `--board` (e.g. "boltzmann").
+    pub id: String,
+    /// Human name of the board.
+    pub name: String,
+    /// Device-tree `compatible` strings that select this profile.
+    #[serde(rename = "match")]
+    pub matches: Vec<String>,
+    pub soc: Soc,
+    /// True for the catch-all profile used when no board-specific one matches.
+    #[serde(default)]
+    pub fallback: bool,
+    pub gpu: GpuSpec,
+    pub kernel: KernelSpec,
+    pub boot: BootSpec,
+    /// Whether the mainline device tree of this board enables the GPU node; absent = unknown.
+    #[serde(default)]
+    pub mainline_enables_gpu: Option<bool>,
+    #[serde(default)]
+    pub overlays: Overlays,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Soc {
+    Rk3588,
+    Rk3588s,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    /// Compatible strings of the panthor GPU node.
+    pub compatible: Vec<String>,
+    /// Device-name prefix Vulkan reports (e.g. "Mali-G610").
+    pub name: String,
+    /// Firmware file panthor requests, relative to the firmware search path.
+    pub firmware: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    /// Oldest mainline version with panthor for this SoC ("6.10").
+    pub min_mainline: String,
+    /// The mainline kernel `rvl setup` installs for this board, when one is pinned.
+    #[serde(default)]
+    pub mainline: Option<KernelRef>,
+    /// The vendor (BSP) kernel this board is known to ship with, for recognising it.
+    #[serde(default)]
+    pub vendor: Option<KernelRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelRef {
+    /// `uname -r` of that kernel.
+    pub release: String,
+    /// Package that installs it, when known.
+    #[serde(default)]
+    pub package: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootSpec {
+    /// The usual boot layout of this board's images; detection on the box still wins.
+    pub layout: BootLayout,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootLayout {
+    /// Debian u-boot-menu generates /boot/extlinux/extlinux.conf (Radxa, ubuntu-rockchip).
+    UBootMenu,
+    /// A hand-kept /boot/extlinux/extlinux.conf.
+    Extlinux,
+    /// Armbian boot.scr + /boot/armbianEnv.txt.
+    Armbian,
+}
+
+/// Device-tree overlay names that switch the GPU driver on vendor (BSP) kernels.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlays {
+    /// Armbian overlay (in `overlays=` of armbianEnv.txt) that enables panthor.
+    #[serde(default)]
+    pub armbian_panthor: Option<String>,
+    /// Radxa overlay that enables kbase; remove it to get panthor back.
+    #[serde(default)]
+    pub radxa_kbase: Option<String>,
+}
+
+/// A set of profiles with lookups.
+#[derive(Debug, Clone)]
+pub struct Profiles {
+    list: Vec<Profile>,
+}
+
+impl Profiles {
+    /// The profiles compiled into the binary.
+    pub fn builtin() -> anyhow::Result<Self> {
+        let list = BUILTIN
+            .iter()
+            .map(|(name, text)| parse(name, text))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Self::from_list(list)
+    }
+
+    /// Every `*.yaml` in `dir` (sorted by name). Any bad file is an error naming it.
+    pub fn load_dir(dir: &Path) -> anyhow::Result<Self> {
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            error::fail(
+                exit::BAD_INPUT,
+                format!("cannot read profile directory {}: {e}", dir.display()),
+            )
+        })?;
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        let mut list = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                error::fail(
+                    exit::BAD_INPUT,
+                    format!("cannot read profile {}: {e}", file.display()),
+                )
+            })?;
+            list.push(parse(&file.display().to_string(), &text)?);
+        }
+        if list.is_empty() {
+            return Err(error::fail(
+                exit::BAD_INPUT,
+                format!("no *.yaml profiles in {}", dir.display()),
+            ));
+        }
+        Self::from_list(list)
+    }
+
+    fn from_list(list: Vec<Profile>) -> anyhow::Result<Self> {
+        for (i, p) in list.iter().enumerate() {
+            if list[..i].iter().any(|q| q.id == p.id) {
+                return Err(error::fail(
+                    exit::BAD_INPUT,
+                    format!("two profiles have the id {:?}", p.id),
+                ));
+            }
+        }
+        Ok(Profiles { list })
+    }
+
+    pub fn all(&self) -> &[Profile] {
+        &self.list
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&Profile> {
+        self.list.iter().find(|p| p.id == id)
+    }
+
+    /// The profile for a device tree's `compatible` list: the board's own strings come first
+    /// in that list, so the first string any board-specific profile matches wins; a fallback
+    /// profile only answers when no specific one does.
+    pub fn detect(&self, compatible: &[String]) -> Option<&Profile> {
+        let find = |fallback: bool| {
+            compatible.iter().find_map(|c| {
+                self.list
+                    .iter()
+                    .find(|p| p.fallback == fallback && p.matches.iter().any(|m| m == c))
+            })
+        };
+        find(false).or_else(|| find(true))
+    }
+}
+
+/// Parse one profile. `name` is what error messages call the file.
+pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
+    let profile: Profile = serde_saphyr::from_str(text).map_err(|e| {
+        let place = match e.location() {
+            Some(loc) => format!("{name}:{}:{}", loc.line(), loc.column()),
+            None => name.to_string(),
+        };
+        error::fail(
+            exit::BAD_INPUT,
+            format!("bad board profile {place}: {}", first_line(&e.to_string())),
+        )
+    })?;
+    if profile.id.is_empty() || profile.matches.is_empty() {
+        return Err(error::fail(
+            exit::BAD_INPUT,
+            format!("bad board profile {name}: `id` and `match` must not be empty"),
+        ));
+    }
+    Ok(profile)
+}
+
+/// saphyr's message can carry a source snippet over several lines; the location is reported
+/// separately, so keep the first line only.
+fn first_line(msg: &str) -> &str {
+    msg.lines().next().unwrap_or(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn builtin_profiles_parse_and_have_unique_ids() {
+        let p = Profiles::builtin().unwrap();
+        assert_eq!(p.all().len(), BUILTIN.len());
+        let b = p.by_id("boltzmann").unwrap();
+        assert_eq!(
+            b.kernel.mainline.as_ref().unwrap().release,
+            "7.0.0-rc3-marfrit-A1"
+        );
+        assert_eq!(b.gpu.firmware, "arm/mali/arch10.8/mali_csffw.bin");
+        assert_eq!(b.boot.layout, BootLayout::UBootMenu);
+    }
+
+    #[test]
+    fn detection_prefers_the_board_over_the_fallback() {
+        let p = Profiles::builtin().unwrap();
+        let id = |c: &[&str]| p.detect(&strs(c)).map(|p| p.id.clone());
+        assert_eq!(
+            id(&["radxa,rock-5-itx", "rockchip,rk3588"]).as_deref(),
+            Some("boltzmann")
+        );
+        assert_eq!(
+            id(&["coolpi,pi-cm5-genbook", "coolpi,pi-cm5", "rockchip,rk3588"]).as_deref(),
+            Some("ampere")
+        );
+        assert_eq!(
+            id(&["coolpi,pi-cm5-evb", "coolpi,pi-cm5", "rockchip,rk3588"]).as_deref(),
+            Some("coolpi-cm5-evb")
+        );
+        assert_eq!(
+            id(&["friendlyarm,nanopi-r6s", "rockchip,rk3588s"]).as_deref(),
+            Some("generic-rk3588")
+        );
+        assert_eq!(id(&["raspberrypi,4-model-b", "brcm,bcm2711"]), None);
+        assert_eq!(id(&[]), None);
+    }
+
+    #[test]
+    fn unknown_field_names_file_line_and_field() {
+        let text = "id: x\nname: X\nmatch: [a]\nsoc: rk3588\ncolour: red\n";
+        let err = parse("profiles/x.yaml", text).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("profiles/x.yaml:5"), "{msg}");
+        assert!(msg.contains("colour"), "{msg}");
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn wrong_type_and_missing_field_are_reported() {
+        let base = std::fs::read_to_string("profiles/rock-5a.yaml").unwrap();
+        let bad_soc = base.replace("soc: rk3588s", "soc: rk3399");
+        let msg = parse("p.yaml", &bad_soc).unwrap_err().to_string();
+        assert!(msg.contains("p.yaml:4"), "{msg}");
+        assert!(msg.contains("rk3588"), "{msg}");
+        let no_gpu: String = base
+            .lines()
+            .filter(|l| !l.starts_with("gpu:") && !l.starts_with("  compatible:"))
+            .filter(|l| !l.starts_with("  name:") && !l.starts_with("  firmware:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let msg = parse("p.yaml", &no_gpu).unwrap_err().to_string();
+        assert!(msg.contains("gpu"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_ids_are_refused() {
+        let a = parse("a", include_str!("../profiles/rock-5a.yaml")).unwrap();
+        let err = Profiles::from_list(vec![a.clone(), a]).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+    }
+}
