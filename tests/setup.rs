@@ -215,16 +215,46 @@ fn without_a_terminal_or_yes_setup_refuses_and_changes_nothing() {
 
 #[test]
 fn a_missing_mainline_kernel_names_the_package_to_install() {
-    let (_d, root) = fixture("ampere-armbian");
+    let (_d, root) = fixture("boltzmann-extlinux");
     fs::remove_file(root.join(format!("boot/vmlinuz-{MAINLINE}"))).unwrap();
     let a = artifacts(&firmware_bytes(), None, &[]);
     rvl(&root, &a.manifest)
-        .args(["--board", "ampere", "--dry-run"])
+        .args(["--board", "boltzmann", "--dry-run"])
         .assert()
         .code(5)
         .stderr(predicate::str::contains(
             "sudo apt install linux-rk3588-marfrit-A1",
         ));
+    // ampere's profile pins no release: any mainline kernel new enough would do.
+    let (_d, root) = fixture("ampere-armbian");
+    fs::remove_file(root.join(format!("boot/vmlinuz-{MAINLINE}"))).unwrap();
+    rvl(&root, &a.manifest)
+        .args(["--board", "ampere", "--dry-run"])
+        .assert()
+        .code(5)
+        .stderr(predicate::str::contains(
+            "no mainline kernel 6.10 or newer is installed",
+        ));
+}
+
+#[test]
+fn the_board_comes_from_the_device_tree_without_board() {
+    let (_d, root) = fixture("ampere-armbian");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let out = rvl(&root, &a.manifest)
+        .args(["--only", "kernel,gpu-overlay", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["plan"]["board"], "ampere");
+    // ampere's mainline device tree keeps the GPU off: setup says so instead of guessing.
+    let notes = v["plan"]["notes"].to_string();
+    assert!(notes.contains("leaves the GPU node disabled"), "{notes}");
 }
 
 #[test]
@@ -313,17 +343,18 @@ fn unknown_board_and_unknown_step_are_clear_errors() {
         .args(["--board", "rock5b", "--dry-run"])
         .assert()
         .code(5)
-        .stderr(predicate::str::contains("`rock5b`"));
+        .stderr(predicate::str::contains("no board profile `rock5b`"));
     rvl(&root, &a.manifest)
         .args(["--board", "boltzmann", "--only", "kernal", "--dry-run"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("unknown step `kernal`"));
+    fs::remove_dir_all(root.join("sys/firmware/devicetree")).unwrap();
     rvl(&root, &a.manifest)
         .arg("--dry-run")
         .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--board"));
+        .code(5)
+        .stderr(predicate::str::contains("pass --board"));
 }
 
 #[test]

@@ -63,12 +63,9 @@ impl Facts {
         self.present.get(path).copied().unwrap_or(false)
     }
 
-    /// The mainline kernel the target asks for: the highest installed match.
+    /// The mainline kernel the target asks for, among the installed ones.
     pub fn target_kernel(&self, target: &Target) -> Option<&str> {
-        self.installed_kernels
-            .iter()
-            .find(|r| r.contains(&target.kernel_match))
-            .map(String::as_str)
+        target.pick_kernel(&self.installed_kernels)
     }
 
     pub fn panthor_builtin(&self, release: &str) -> bool {

@@ -25,6 +25,7 @@ use serde_json::json;
 use crate::host::Root;
 use crate::manifest::Manifest;
 use crate::output::{self, Style};
+use crate::profile::Profiles;
 use crate::{cli, error, exit, fetch};
 
 pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
@@ -42,13 +43,11 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
         return rollback(&root, args.json);
     }
     plan::check_only(&args.only)?;
-    let board = args.system.board.as_deref().ok_or_else(|| {
-        error::fail(
-            exit::USAGE,
-            "setup needs --board NAME (boltzmann or ampere)",
-        )
-    })?;
-    let target = target::Target::for_board(board)?;
+    let profiles = match &args.system.profiles {
+        Some(dir) => Profiles::load_dir(dir)?,
+        None => Profiles::builtin()?,
+    };
+    let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
     let manifest = match &args.manifest {
         Some(path) => Manifest::load(path)?,
         None => Manifest::builtin(),

@@ -80,15 +80,9 @@ fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action
 
 /// The kernel the target wants, or an error naming what to install.
 fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
-    ctx.facts.target_kernel(ctx.target).ok_or_else(|| {
-        error::fail(
-            exit::UNSUPPORTED,
-            format!(
-                "the mainline kernel for {} is not installed (no /boot/vmlinuz-*{}*); install it first: sudo apt install {}",
-                ctx.target.board, ctx.target.kernel_match, ctx.target.kernel_package
-            ),
-        )
-    })
+    ctx.facts
+        .target_kernel(ctx.target)
+        .ok_or_else(|| error::fail(exit::UNSUPPORTED, ctx.target.kernel_advice()))
 }
 
 /// The release the boot configuration starts by default now.
@@ -190,7 +184,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 if link == "/boot/Image" && !exists {
                     return Err(error::fail(
                         exit::UNSUPPORTED,
-                        format!("/boot/{file} is missing; reinstall {}", ctx.target.kernel_package),
+                        format!("/boot/{file} is missing; reinstall the {release} kernel package"),
                     ));
                 }
                 if exists && facts.link(link) != Some(file.as_str()) {
@@ -222,7 +216,12 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     let mut out = Planned::default();
     let Some(after) = after.filter(|r| ctx.target.is_vendor_kernel(r)) else {
-        if ctx.opts.named("gpu-overlay") {
+        if ctx.target.mainline_enables_gpu == Some(false) {
+            out.notes.push(format!(
+                "gpu-overlay: {}'s mainline device tree leaves the GPU node disabled; it needs a device-tree overlay that enables &gpu (rvl does not ship one yet)",
+                ctx.target.board
+            ));
+        } else if ctx.opts.named("gpu-overlay") {
             out.notes.push(
                 "gpu-overlay: nothing to do, the kernel that boots is not a vendor (kbase) kernel"
                     .into(),
@@ -232,31 +231,40 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     out.summary =
         format!("let panthor drive the GPU on the vendor kernel {after} (device-tree overlay)");
+    let missing = |what: &str| {
+        format!("gpu-overlay: the {} profile names no {what} overlay; enable panthor for {after} by hand", ctx.target.board)
+    };
     match facts.layout {
-        BootLayout::Armbian => {
-            let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
-            let mut env = armbian::ArmbianEnv::parse(old);
-            if env.add_overlay(&ctx.target.armbian_panthor_overlay) {
-                out.actions
-                    .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
+        BootLayout::Armbian => match &ctx.target.armbian_panthor_overlay {
+            Some(overlay) => {
+                let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
+                let mut env = armbian::ArmbianEnv::parse(old);
+                if env.add_overlay(overlay) {
+                    out.actions
+                        .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
+                }
             }
-        }
-        BootLayout::UbootMenu => {
-            let dtbo = format!("/boot/dtbo/{}.dtbo", ctx.target.radxa_kbase_overlay);
-            if facts.is_present(&dtbo) {
-                out.actions.push(Action::RenameFile {
-                    from: dtbo.clone(),
-                    to: format!("{dtbo}.disabled"),
-                });
-                out.actions.push(Action::RunTool {
-                    tool: "u-boot-update".into(),
-                    args: vec![],
-                    changes: vec![ubootmenu::EXTLINUX_CONF.into()],
-                    preview: None,
-                    verify: None,
-                });
+            None => out.notes.push(missing("Armbian panthor")),
+        },
+        BootLayout::UbootMenu => match &ctx.target.radxa_kbase_overlay {
+            Some(overlay) => {
+                let dtbo = format!("/boot/dtbo/{overlay}.dtbo");
+                if facts.is_present(&dtbo) {
+                    out.actions.push(Action::RenameFile {
+                        from: dtbo.clone(),
+                        to: format!("{dtbo}.disabled"),
+                    });
+                    out.actions.push(Action::RunTool {
+                        tool: "u-boot-update".into(),
+                        args: vec![],
+                        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+                        preview: None,
+                        verify: None,
+                    });
+                }
             }
-        }
+            None => out.notes.push(missing("Radxa kbase")),
+        },
         _ => out.notes.push(format!(
             "gpu-overlay: this image's overlay mechanism is unknown; enable panthor for {after} by hand"
         )),
