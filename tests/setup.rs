@@ -491,3 +491,35 @@ fn a_relative_root_works_for_tools_too() {
     let ext = fs::read_to_string(d.path().join("root/boot/extlinux/extlinux.conf")).unwrap();
     assert!(ext.contains("\ndefault l0\n"));
 }
+
+#[test]
+fn json_apply_prints_one_json_document_with_the_outcome() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let out = rvl(&root, &a.manifest)
+        .args(["--board", "boltzmann", "--only", BASIC, "--yes", "--json"])
+        .env("SUDO_USER", "rock")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["applied"], true);
+    assert_eq!(
+        v["outcome"]["steps"],
+        serde_json::json!(["kernel", "firmware", "access"])
+    );
+    assert_eq!(v["remaining"], serde_json::json!([]));
+    // Nothing left to do: the same command says so, still as JSON.
+    let out = rvl(&root, &a.manifest)
+        .args(["--board", "boltzmann", "--only", BASIC, "--yes", "--json"])
+        .env("SUDO_USER", "rock")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["applied"], false);
+}
