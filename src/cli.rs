@@ -110,7 +110,7 @@ pub struct SetupArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 
-    /// Undo the last applied setup, restoring every file byte for byte
+    /// Undo what setup applied (every run, newest first), restoring every file byte for byte
     #[arg(long, conflicts_with = "status")]
     pub rollback: bool,
 

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod exit;
+pub mod fetch;
 pub mod firmware;
 pub mod host;
 pub mod icd;

@@ -186,6 +186,17 @@ impl Root {
         p
     }
 
+    /// The in-root path with its parent directories resolved (links followed inside the root)
+    /// and the last component kept as written: the path a write or a rename must use, so that
+    /// a link in a parent (`/lib -> usr/lib`) is honoured and a link at the end is replaced.
+    pub fn canonicalize_parent(&self, in_root: impl AsRef<Path>) -> io::Result<PathBuf> {
+        let in_root = in_root.as_ref();
+        match (in_root.parent(), in_root.file_name()) {
+            (Some(parent), Some(name)) => Ok(self.canonicalize(parent)?.join(name)),
+            _ => Ok(PathBuf::from("/")),
+        }
+    }
+
     fn resolve_parent(&self, in_root: &Path) -> io::Result<PathBuf> {
         match (in_root.parent(), in_root.file_name()) {
             (Some(parent), Some(name)) => Ok(self.resolve(parent)?.join(name)),
@@ -311,6 +322,17 @@ mod tests {
         fs::write(d.path().join("big"), vec![0u8; 100]).unwrap();
         assert!(root.read_capped("/big", 99).is_err());
         assert_eq!(root.read_capped("/big", 100).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn canonicalize_parent_keeps_the_last_link() {
+        let (d, root) = tree();
+        symlink("/sys/firmware", d.path().join("fw")).unwrap();
+        symlink("devicetree", d.path().join("sys/firmware/dt")).unwrap();
+        assert_eq!(
+            root.canonicalize_parent("/fw/dt").unwrap(),
+            PathBuf::from("/sys/firmware/dt")
+        );
     }
 
     #[test]

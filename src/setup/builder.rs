@@ -1,0 +1,307 @@
+//! Configure, build and install a source tree with meson + ninja or cmake + ninja found on PATH,
+//! into `DESTDIR=<stage>` with the final prefix baked in, so the staged tree can be renamed
+//! into place in one step. Everything the tools print goes to a log file; the terminal gets a
+//! progress bar (ninja's `[n/m]`) or one line a phase. A failure names the phase, the log and
+//! its last lines.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::manifest::BuildSystem;
+use crate::{error, exit};
+
+/// One build.
+#[derive(Debug, Clone)]
+pub struct Build {
+    pub system: BuildSystem,
+    /// Host path of the unpacked, patched source tree.
+    pub source: PathBuf,
+    /// Host path of the (scratch) build directory.
+    pub build_dir: PathBuf,
+    /// Install prefix as the target system sees it (`/opt/rvl/mesa-26.1.6-rvl1`).
+    pub prefix: String,
+    /// Host path that receives `<prefix>/…` (DESTDIR).
+    pub destdir: PathBuf,
+    /// Extra configure arguments (`-Dvulkan-drivers=panfrost`, `-DGGML_VULKAN=ON`).
+    pub options: Vec<String>,
+    pub log: PathBuf,
+    pub quiet: bool,
+    /// Shown when configure fails: what the project needs installed.
+    pub deps_hint: String,
+}
+
+/// Tools every build of this kind needs, with the Debian package that provides each. Project
+/// specific dependencies (a C++ compiler, Mesa's python modules) are named by the caller's
+/// hint when configure fails, since they cannot all be probed by a program name.
+pub fn tools_for(system: BuildSystem) -> &'static [(&'static str, &'static str)] {
+    match system {
+        BuildSystem::Meson => &[
+            ("meson", "meson"),
+            ("ninja", "ninja-build"),
+            ("cc", "gcc"),
+            ("pkg-config", "pkg-config"),
+            ("patch", "patch"),
+        ],
+        BuildSystem::Cmake => &[
+            ("cmake", "cmake"),
+            ("ninja", "ninja-build"),
+            ("cc", "gcc"),
+            ("patch", "patch"),
+        ],
+    }
+}
+
+/// One error listing every missing tool and the apt packages that bring them.
+pub fn check_tools(systems: &[BuildSystem]) -> anyhow::Result<()> {
+    let mut missing: Vec<(&str, &str)> = Vec::new();
+    for s in systems {
+        for (tool, pkg) in tools_for(*s) {
+            if which::which(tool).is_err() && !missing.iter().any(|(t, _)| t == tool) {
+                missing.push((tool, pkg));
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let tools: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
+    let mut pkgs: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    pkgs.dedup();
+    Err(error::fail(
+        exit::PROBLEMS,
+        format!(
+            "build tools missing: {}; install them with: sudo apt install {}",
+            tools.join(", "),
+            pkgs.join(" ")
+        ),
+    ))
+}
+
+impl Build {
+    /// The commands, in order, with the phase each belongs to.
+    pub fn commands(&self) -> Vec<(&'static str, Vec<String>)> {
+        let src = self.source.to_string_lossy().into_owned();
+        let bld = self.build_dir.to_string_lossy().into_owned();
+        match self.system {
+            BuildSystem::Meson => {
+                let mut configure = vec![
+                    "meson".into(),
+                    "setup".into(),
+                    bld.clone(),
+                    src,
+                    format!("--prefix={}", self.prefix),
+                    "--libdir=lib".into(),
+                    "--buildtype=release".into(),
+                    "--wrap-mode=nodownload".into(),
+                ];
+                configure.extend(self.options.iter().cloned());
+                vec![
+                    ("configure", configure),
+                    ("build", vec!["ninja".into(), "-C".into(), bld.clone()]),
+                    (
+                        "install",
+                        vec![
+                            "meson".into(),
+                            "install".into(),
+                            "-C".into(),
+                            bld,
+                            "--no-rebuild".into(),
+                        ],
+                    ),
+                ]
+            }
+            BuildSystem::Cmake => {
+                let mut configure = vec![
+                    "cmake".into(),
+                    "-S".into(),
+                    src,
+                    "-B".into(),
+                    bld.clone(),
+                    "-G".into(),
+                    "Ninja".into(),
+                    "-DCMAKE_BUILD_TYPE=Release".into(),
+                    format!("-DCMAKE_INSTALL_PREFIX={}", self.prefix),
+                    "-DCMAKE_INSTALL_LIBDIR=lib".into(),
+                ];
+                configure.extend(self.options.iter().cloned());
+                vec![
+                    ("configure", configure),
+                    ("build", vec!["ninja".into(), "-C".into(), bld.clone()]),
+                    ("install", vec!["cmake".into(), "--install".into(), bld]),
+                ]
+            }
+        }
+    }
+
+    /// Run every phase; stop at the first that fails.
+    pub fn run(&self, label: &str) -> anyhow::Result<()> {
+        // Appended to: the caller may have logged the patch series into it already.
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| {
+                error::fail(
+                    exit::PROBLEMS,
+                    format!("cannot create the build log {}: {e}", self.log.display()),
+                )
+            })?;
+        for (phase, argv) in self.commands() {
+            self.run_phase(label, phase, &argv, &mut log)?;
+        }
+        Ok(())
+    }
+
+    fn run_phase(
+        &self,
+        label: &str,
+        phase: &str,
+        argv: &[String],
+        log: &mut File,
+    ) -> anyhow::Result<()> {
+        let _ = writeln!(log, "== {phase}: {}", argv.join(" "));
+        let bar = (!self.quiet && io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
+            {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message(format!("{label}: {phase}"));
+            bar
+        });
+        if bar.is_none() && !self.quiet {
+            eprintln!("{label}: {phase} (log: {})", self.log.display());
+        }
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .env("DESTDIR", &self.destdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                error::fail(
+                    exit::PROBLEMS,
+                    format!("{label}: cannot run `{}`: {e}", argv[0]),
+                )
+            })?;
+        // stderr is copied by a thread so neither pipe can fill up and block the tool.
+        let stderr = child.stderr.take().expect("piped");
+        let mut log_err = log.try_clone()?;
+        let err_thread = std::thread::spawn(move || {
+            let _ = io::copy(&mut BufReader::new(stderr), &mut log_err);
+        });
+        let stdout = child.stdout.take().expect("piped");
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap_or_default();
+            let _ = writeln!(log, "{line}");
+            if let (Some(bar), Some((n, m))) = (&bar, ninja_progress(&line)) {
+                bar.set_length(m);
+                bar.set_position(n);
+            }
+        }
+        let _ = err_thread.join();
+        let status = child.wait()?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let _ = log.flush();
+        if status.success() {
+            return Ok(());
+        }
+        let hint = if phase == "configure" && !self.deps_hint.is_empty() {
+            format!("\n{label} needs: {}", self.deps_hint)
+        } else {
+            String::new()
+        };
+        Err(error::fail(
+            exit::PROBLEMS,
+            format!(
+                "{label}: {phase} failed ({status}); full log: {}\n{}{hint}",
+                self.log.display(),
+                tail(&self.log, 12)
+            ),
+        ))
+    }
+}
+
+/// `[12/345] Compiling …` → (12, 345).
+fn ninja_progress(line: &str) -> Option<(u64, u64)> {
+    let inner = line.strip_prefix('[')?.split(']').next()?;
+    let (n, m) = inner.split_once('/')?;
+    Some((n.trim().parse().ok()?, m.trim().parse().ok()?))
+}
+
+/// The last `n` lines of a file, indented, for an error message.
+fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ninja_progress_lines() {
+        assert_eq!(
+            ninja_progress("[3/120] Compiling C object x.o"),
+            Some((3, 120))
+        );
+        assert_eq!(ninja_progress("ninja: no work to do."), None);
+        assert_eq!(ninja_progress("[a/b]"), None);
+    }
+
+    #[test]
+    fn meson_commands_bake_in_the_prefix_and_options() {
+        let b = Build {
+            system: BuildSystem::Meson,
+            source: "/s".into(),
+            build_dir: "/b".into(),
+            prefix: "/opt/rvl/mesa-1-rvl1".into(),
+            destdir: "/d".into(),
+            options: vec!["-Dvulkan-drivers=panfrost".into()],
+            log: "/l".into(),
+            quiet: true,
+            deps_hint: String::new(),
+        };
+        let cmds = b.commands();
+        assert_eq!(cmds[0].0, "configure");
+        assert!(cmds[0]
+            .1
+            .contains(&"--prefix=/opt/rvl/mesa-1-rvl1".to_string()));
+        assert!(cmds[0].1.contains(&"-Dvulkan-drivers=panfrost".to_string()));
+        assert_eq!(cmds[2].1[..2], ["meson".to_string(), "install".to_string()]);
+    }
+
+    #[test]
+    fn failing_phase_names_phase_and_log_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let b = Build {
+            system: BuildSystem::Meson,
+            source: d.path().join("no-such-source"),
+            build_dir: d.path().join("build"),
+            prefix: "/opt/x".into(),
+            destdir: d.path().join("dest"),
+            options: vec![],
+            log: d.path().join("build.log"),
+            quiet: true,
+            deps_hint: "sudo apt install x".into(),
+        };
+        if which::which("meson").is_err() {
+            return; // CI installs meson; the end-to-end test in tests/ covers this path too
+        }
+        let err = b.run("x").unwrap_err().to_string();
+        assert!(err.contains("x: configure failed"), "{err}");
+        assert!(err.contains("build.log"), "{err}");
+        assert!(err.contains("x needs: sudo apt install x"), "{err}");
+    }
+}

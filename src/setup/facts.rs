@@ -1,0 +1,195 @@
+//! The facts the planner needs, read through the root in one place. The planner is a pure
+//! function of these, the target, the manifest and the options; when the shared inventory
+//! (`inventory.rs`) lands, this gathering is the one thing that changes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::target::Target;
+use crate::bootcfg::{armbian, ubootmenu};
+use crate::host::Root;
+
+/// Where the kernel firmware lives (the kernel also searches `updates/`, setup installs here).
+pub const FIRMWARE_DIR: &str = "/lib/firmware";
+pub const GROUP_FILE: &str = "/etc/group";
+pub const GSHADOW_FILE: &str = "/etc/gshadow";
+
+/// How this image chooses its kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BootLayout {
+    /// Debian u-boot-menu generates extlinux.conf (Radxa, ubuntu-rockchip).
+    UbootMenu,
+    /// extlinux.conf written by hand (no generator).
+    Extlinux,
+    /// Armbian: boot.scr + armbianEnv.txt + /boot/Image links.
+    Armbian,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Facts {
+    pub running_kernel: Option<String>,
+    /// Releases with an image in /boot, highest first.
+    pub installed_kernels: Vec<String>,
+    pub layout: BootLayout,
+    /// u-boot-menu's merged settings, when it is installed.
+    pub menu: Option<ubootmenu::UbootMenu>,
+    /// Text of every file the planner may read or edit (None: absent or unreadable).
+    pub files: BTreeMap<String, Option<String>>,
+    /// Targets of the links the planner may repoint (None: not a link / absent).
+    pub links: BTreeMap<String, Option<String>>,
+    /// sha256 of files the planner compares by hash (firmware).
+    pub hashes: BTreeMap<String, Option<String>>,
+    /// Paths whose existence matters (install prefixes, kernel artefacts, overlays).
+    pub present: BTreeMap<String, bool>,
+    /// `CONFIG_DRM_PANTHOR` per installed kernel (`y`, `m`, or absent).
+    pub panthor_config: BTreeMap<String, Option<String>>,
+    /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
+    pub invoking_user: Option<String>,
+}
+
+impl Facts {
+    pub fn file(&self, path: &str) -> Option<&str> {
+        self.files.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn link(&self, path: &str) -> Option<&str> {
+        self.links.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn is_present(&self, path: &str) -> bool {
+        self.present.get(path).copied().unwrap_or(false)
+    }
+
+    /// The mainline kernel the target asks for, among the installed ones.
+    pub fn target_kernel(&self, target: &Target) -> Option<&str> {
+        target.pick_kernel(&self.installed_kernels)
+    }
+
+    pub fn panthor_builtin(&self, release: &str) -> bool {
+        self.panthor_config
+            .get(release)
+            .is_some_and(|v| v.as_deref() == Some("y"))
+    }
+}
+
+/// Paths the planner reads beyond the fixed set, named by the caller (install prefixes).
+pub struct Probe<'a> {
+    pub firmware_paths: &'a [String],
+    pub present_paths: &'a [String],
+}
+
+/// Read everything the planner needs.
+pub fn gather(root: &Root, probe: &Probe) -> Facts {
+    let running_kernel = root
+        .read_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let installed_kernels = ubootmenu::installed_kernels(root);
+    let layout = if root.exists(armbian::ARMBIAN_ENV) {
+        BootLayout::Armbian
+    } else if ubootmenu::UbootMenu::installed(root) {
+        BootLayout::UbootMenu
+    } else if root.exists(ubootmenu::EXTLINUX_CONF) {
+        BootLayout::Extlinux
+    } else {
+        BootLayout::Unknown
+    };
+    let menu = (layout == BootLayout::UbootMenu).then(|| ubootmenu::UbootMenu::read(root));
+
+    let mut text_paths: Vec<String> = [
+        ubootmenu::RVL_CONF,
+        ubootmenu::EXTLINUX_CONF,
+        armbian::ARMBIAN_ENV,
+        GROUP_FILE,
+        GSHADOW_FILE,
+        super::steps::ICD_FILE,
+        super::steps::ENVIRONMENT_D_FILE,
+        super::steps::PROFILE_D_FILE,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    text_paths.sort();
+    let files = text_paths
+        .into_iter()
+        .map(|p| {
+            let text = root.read_string(&p).ok();
+            (p, text)
+        })
+        .collect();
+
+    let links = ["/boot/Image", "/boot/uInitrd", "/boot/dtb"]
+        .iter()
+        .map(|p| {
+            let target = root
+                .read_link(p)
+                .ok()
+                .map(|t| t.to_string_lossy().into_owned());
+            (p.to_string(), target)
+        })
+        .collect();
+
+    let hashes = probe
+        .firmware_paths
+        .iter()
+        .map(|p| {
+            let hash = root
+                .read_capped(p, 64 << 20)
+                .ok()
+                .map(|d| super::journal::sha256_hex(&d));
+            (p.clone(), hash)
+        })
+        .collect();
+
+    let mut present: BTreeMap<String, bool> = probe
+        .present_paths
+        .iter()
+        .map(|p| (p.clone(), root.exists(p)))
+        .collect();
+    if let Ok(names) = root.list_dir("/boot") {
+        for n in names {
+            present.insert(format!("/boot/{n}"), true);
+        }
+    }
+    if let Ok(names) = root.list_dir("/boot/dtbo") {
+        for n in names {
+            present.insert(format!("/boot/dtbo/{n}"), true);
+        }
+    }
+
+    let panthor_config = installed_kernels
+        .iter()
+        .map(|r| {
+            let value = root
+                .read_string(format!("/boot/config-{r}"))
+                .ok()
+                .and_then(|cfg| {
+                    cfg.lines()
+                        .find_map(|l| l.strip_prefix("CONFIG_DRM_PANTHOR="))
+                        .map(|v| v.trim().to_string())
+                });
+            (r.clone(), value)
+        })
+        .collect();
+
+    let invoking_user = std::env::var("SUDO_USER")
+        .ok()
+        .filter(|u| !u.is_empty() && u != "root");
+
+    Facts {
+        running_kernel,
+        installed_kernels,
+        layout,
+        menu,
+        files,
+        links,
+        hashes,
+        present,
+        panthor_config,
+        invoking_user,
+    }
+}

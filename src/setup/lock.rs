@@ -1,0 +1,89 @@
+//! One setup at a time per root: an exclusive `flock` on `/var/lib/rvl/lock`. The kernel drops
+//! it when the process ends, however it ends, so a crash never leaves a stale lock.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+
+use rustix::fs::{flock, FlockOperation};
+
+use super::journal::StateDir;
+use crate::host::Root;
+use crate::{error, exit};
+
+/// Held for as long as the value lives.
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    /// Take the lock or fail at once with exit status LOCKED, naming the holder's pid.
+    pub fn acquire(root: &Root) -> anyhow::Result<Lock> {
+        let path = StateDir::new(root).host("lock");
+        let denied = |e: io::Error| {
+            let code = if e.kind() == io::ErrorKind::PermissionDenied {
+                exit::PERMISSION
+            } else {
+                exit::PROBLEMS
+            };
+            error::fail(
+                code,
+                format!("cannot open the lock {}: {e}", path.display()),
+            )
+        };
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(denied)?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(denied)?;
+        if let Err(e) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            if e == rustix::io::Errno::WOULDBLOCK {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let who = if holder.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (pid {holder})")
+                };
+                return Err(error::fail(
+                    exit::LOCKED,
+                    format!(
+                        "another rvl setup is running on this root{who}; wait for it to finish (lock: {})",
+                        path.display()
+                    ),
+                ));
+            }
+            return Err(denied(e.into()));
+        }
+        // Record who holds it, for the message above.
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(file, "{}", std::process::id());
+        Ok(Lock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_on_the_same_root_is_refused_until_the_first_is_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::new(d.path());
+        let first = Lock::acquire(&root).unwrap();
+        let err = Lock::acquire(&root).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::LOCKED);
+        assert!(err
+            .to_string()
+            .contains(&format!("pid {}", std::process::id())));
+        drop(first);
+        Lock::acquire(&root).unwrap();
+    }
+}

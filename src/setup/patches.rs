@@ -1,0 +1,247 @@
+//! Patch series (`patches/<project>/`): embedded in the binary at build time, or read from a
+//! directory named by `RVL_PATCHES_DIR` (development and tests). Order: the `series` file when
+//! there is one (quilt's convention: one name a line, `#` comments), else every `*.patch` by
+//! name. A missing or empty series means "no patches". Applied with `patch -p1`.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::{error, exit};
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded_patches.rs"));
+}
+
+/// Environment variable naming a directory that replaces the embedded `patches/`.
+pub const DIR_ENV: &str = "RVL_PATCHES_DIR";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// `project/file.patch`, as error messages show it.
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+/// The series for `project` ("mesa", "llama.cpp").
+pub fn series(project: &str) -> anyhow::Result<Vec<Patch>> {
+    match std::env::var_os(DIR_ENV) {
+        Some(dir) => load_dir(&Path::new(&dir).join(project), project),
+        None => {
+            let prefix = format!("{project}/");
+            let files: Vec<(String, Vec<u8>)> = embedded::EMBEDDED
+                .iter()
+                .filter_map(|(p, d)| p.strip_prefix(&prefix).map(|n| (n.to_string(), d.to_vec())))
+                .collect();
+            order(project, files)
+        }
+    }
+}
+
+/// Read a series from a directory (missing directory: no patches).
+pub fn load_dir(dir: &Path, project: &str) -> anyhow::Result<Vec<Patch>> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut files = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.path().is_file() {
+            let data = fs::read(e.path()).map_err(|err| {
+                error::fail(exit::BAD_INPUT, format!("{}: {err}", e.path().display()))
+            })?;
+            files.push((name, data));
+        }
+    }
+    order(project, files)
+}
+
+fn order(project: &str, mut files: Vec<(String, Vec<u8>)>) -> anyhow::Result<Vec<Patch>> {
+    files.sort();
+    let find = |name: &str| {
+        files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| d.clone())
+    };
+    let names: Vec<String> = match find("series") {
+        Some(series) => {
+            let text = String::from_utf8_lossy(&series).into_owned();
+            let mut names = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                // quilt allows options after the name (e.g. -p1); only -p1 is supported.
+                let mut words = line.split_whitespace();
+                let name = words.next().unwrap_or_default().to_string();
+                if let Some(opt) = words.find(|w| *w != "-p1") {
+                    return Err(error::fail(
+                        exit::BAD_INPUT,
+                        format!("patches/{project}/series line {}: option `{opt}` is not supported (only -p1)", i + 1),
+                    ));
+                }
+                if find(&name).is_none() {
+                    return Err(error::fail(
+                        exit::BAD_INPUT,
+                        format!("patches/{project}/series line {}: `{name}` is not in the series directory", i + 1),
+                    ));
+                }
+                names.push(name);
+            }
+            names
+        }
+        None => files
+            .iter()
+            .map(|(n, _)| n.clone())
+            .filter(|n| n.ends_with(".patch") || n.ends_with(".diff"))
+            .collect(),
+    };
+    Ok(names
+        .into_iter()
+        .map(|n| Patch {
+            data: find(&n).unwrap_or_default(),
+            name: format!("{project}/{n}"),
+        })
+        .collect())
+}
+
+/// Apply each patch in order to `tree` with `patch -p1`; the first that does not apply stops
+/// the series with an error naming it and quoting what `patch` said. Output goes to `log`.
+pub fn apply(tree: &Path, patches: &[Patch], log: &mut dyn Write) -> anyhow::Result<()> {
+    for p in patches {
+        let _ = writeln!(log, "== patch -p1 < {}", p.name);
+        let mut child = Command::new("patch")
+            .args([
+                "-p1",
+                "--forward",
+                "--batch",
+                "--no-backup-if-mismatch",
+                "-r",
+                "-",
+            ])
+            .current_dir(tree)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| error::fail(exit::PROBLEMS, format!("cannot run `patch`: {e}")))?;
+        let data = p.data.clone();
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let writer = std::thread::spawn(move || stdin.write_all(&data));
+        let out = child.wait_with_output()?;
+        let _ = writer.join();
+        let _ = log.write_all(&out.stdout);
+        let _ = log.write_all(&out.stderr);
+        if !out.status.success() {
+            let said = String::from_utf8_lossy(&out.stdout);
+            let said: Vec<&str> = said
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(6)
+                .collect();
+            return Err(error::fail(
+                exit::PROBLEMS,
+                format!(
+                    "patch {} does not apply to {}:\n    {}",
+                    p.name,
+                    tree.file_name().unwrap_or_default().to_string_lossy(),
+                    said.join("\n    ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n";
+    const BAD: &str = "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n uno\n-dos\n+DOS\n";
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join("f.txt"), "one\ntwo\n").unwrap();
+        d
+    }
+
+    fn patch(name: &str, text: &str) -> Patch {
+        Patch {
+            name: name.into(),
+            data: text.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn series_applies_in_order() {
+        let d = tree();
+        let mut log = Vec::new();
+        apply(d.path(), &[patch("p/0001.patch", GOOD)], &mut log).unwrap();
+        assert_eq!(
+            fs::read_to_string(d.path().join("f.txt")).unwrap(),
+            "one\nTWO\n"
+        );
+        assert!(String::from_utf8_lossy(&log).contains("p/0001.patch"));
+    }
+
+    #[test]
+    fn patch_that_does_not_apply_is_named() {
+        let d = tree();
+        let err = apply(
+            d.path(),
+            &[
+                patch("p/0001-good.patch", GOOD),
+                patch("p/0002-bad.patch", BAD),
+            ],
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("patch p/0002-bad.patch does not apply"),
+            "{msg}"
+        );
+        assert!(!d.path().join("f.txt.rej").exists());
+        assert!(!d.path().join("f.txt.orig").exists());
+    }
+
+    #[test]
+    fn series_file_orders_and_missing_dir_is_empty() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(load_dir(&d.path().join("none"), "x").unwrap().is_empty());
+        fs::write(d.path().join("a.patch"), GOOD).unwrap();
+        fs::write(d.path().join("b.patch"), GOOD).unwrap();
+        fs::write(d.path().join("README.md"), "doc").unwrap();
+        let names: Vec<_> = load_dir(d.path(), "x")
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(names, ["x/a.patch", "x/b.patch"]);
+        fs::write(d.path().join("series"), "# order\nb.patch\na.patch -p1\n").unwrap();
+        let names: Vec<_> = load_dir(d.path(), "x")
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(names, ["x/b.patch", "x/a.patch"]);
+        fs::write(d.path().join("series"), "c.patch\n").unwrap();
+        let err = load_dir(d.path(), "x").unwrap_err();
+        assert!(
+            err.to_string().contains("series line 1: `c.patch`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn embedded_mesa_series_is_empty() {
+        // patches/mesa holds only its README until a Mesa-side patch exists.
+        if std::env::var_os(DIR_ENV).is_none() {
+            assert!(series("mesa").unwrap().is_empty());
+        }
+    }
+}

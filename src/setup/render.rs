@@ -1,0 +1,151 @@
+//! Human output of a plan: numbered steps, one line per action, the diff of every text file.
+
+use std::fmt::Write;
+
+use super::plan::{Action, Plan};
+use crate::output::Style;
+
+pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
+    let mut s = String::new();
+    if plan.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} {root_desc} is set up for {}: nothing to do.",
+            style.green("✓"),
+            plan.board
+        );
+    } else {
+        let _ = writeln!(s, "Plan for {} on {root_desc}:", style.bold(&plan.board));
+        for (i, step) in plan.steps.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "\n{:>2}. {} — {}",
+                i + 1,
+                style.bold(&step.step),
+                step.summary
+            );
+            for a in &step.actions {
+                action_text(&mut s, a, style);
+            }
+        }
+    }
+    if !plan.notes.is_empty() {
+        let _ = writeln!(s);
+        for n in &plan.notes {
+            let _ = writeln!(s, "{} {n}", style.yellow("note:"));
+        }
+    }
+    s
+}
+
+fn action_text(s: &mut String, a: &Action, style: Style) {
+    match a {
+        Action::WriteFile {
+            path,
+            diff,
+            new_file,
+            ..
+        } => {
+            let verb = if *new_file { "create" } else { "edit" };
+            let _ = writeln!(s, "    {verb} {path}");
+            diff_text(s, diff, style);
+        }
+        Action::RenameFile { from, to } => {
+            let _ = writeln!(s, "    rename {from} -> {to}");
+        }
+        Action::Symlink { path, target, was } => {
+            let _ = writeln!(
+                s,
+                "    link {path} -> {target} (was {})",
+                was.as_deref().unwrap_or("absent")
+            );
+        }
+        Action::InstallArtifact {
+            path,
+            url,
+            size,
+            sha256,
+            was_sha256,
+            description,
+            ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    install {path} ({description}, {size} bytes, sha256 {})",
+                &sha256[..16]
+            );
+            let _ = writeln!(s, "      from {url}");
+            if let Some(w) = was_sha256 {
+                let _ = writeln!(
+                    s,
+                    "      replacing a file with unknown sha256 {}",
+                    &w[..16.min(w.len())]
+                );
+            }
+        }
+        Action::RunTool {
+            tool,
+            args,
+            changes,
+            preview,
+            verify,
+        } => {
+            let cmd = std::iter::once(tool.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let _ = writeln!(s, "    run `{cmd}` (rewrites {})", changes.join(", "));
+            if let Some(p) = preview {
+                diff_text(s, p, style);
+            }
+            if let Some(super::plan::Verify::ExtlinuxDefaultBoots { path, release }) = verify {
+                let _ = writeln!(
+                    s,
+                    "      then check that `default` in {path} boots {release}"
+                );
+            }
+        }
+        Action::BuildSource {
+            url,
+            size,
+            system,
+            prefix,
+            patches,
+            ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    download {url} ({size} bytes, sha256 checked), unpack"
+            );
+            if patches.is_empty() {
+                let _ = writeln!(s, "    no patches in the series");
+            } else {
+                let _ = writeln!(s, "    apply {}", patches.join(", "));
+            }
+            let _ = writeln!(s, "    build with {system:?} and install into {prefix}");
+        }
+        Action::InstallPrebuilt { url, prefix, .. } => {
+            let _ = writeln!(
+                s,
+                "    download {url} (sha256 checked) and unpack into {prefix}"
+            );
+        }
+    }
+}
+
+fn diff_text(s: &mut String, diff: &str, style: Style) {
+    for line in diff.lines() {
+        let painted = if line.starts_with("+++") || line.starts_with("---") {
+            style.dim(line)
+        } else if line.starts_with('+') {
+            style.green(line)
+        } else if line.starts_with('-') {
+            style.red(line)
+        } else if line.starts_with("@@") {
+            style.dim(line)
+        } else {
+            line.to_string()
+        };
+        let _ = writeln!(s, "      {painted}");
+    }
+}

@@ -1,0 +1,612 @@
+//! One planner per step. Each looks at the facts and returns the actions that bring the system
+//! to the target, or none when it is there already (that is what makes a second plan empty).
+
+use super::facts::{BootLayout, Facts, FIRMWARE_DIR, GROUP_FILE, GSHADOW_FILE};
+use super::plan::{diff, Action, Options, Verify};
+use super::target::Target;
+use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
+use crate::cli::MesaFrom;
+use crate::manifest::{BuildSystem, Manifest, Source};
+use crate::{error, exit};
+
+/// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
+pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
+/// systemd user sessions read this (environment.d(5)).
+pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
+/// Login shells (ssh) read this.
+pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";
+/// Revision of rvl's build of a pinned source; bump when the patch series or options change,
+/// so the new build goes into a new prefix next to the old one.
+pub const BUILD_REVISION: u32 = 1;
+/// Written into an install prefix last, so its presence means "complete".
+pub const BUILD_STAMP: &str = "share/rvl/build.json";
+
+/// Configure options that build only panvk (no GL, no other drivers, no LLVM).
+pub const MESA_OPTIONS: &[&str] = &[
+    "-Dvulkan-drivers=panfrost",
+    "-Dgallium-drivers=",
+    "-Dplatforms=",
+    "-Dglx=disabled",
+    "-Degl=disabled",
+    "-Dgbm=disabled",
+    "-Dllvm=disabled",
+    "-Dvideo-codecs=",
+];
+/// llama.cpp with the Vulkan backend and nothing that needs the network.
+pub const LLAMA_OPTIONS: &[&str] = &[
+    "-DGGML_VULKAN=ON",
+    "-DLLAMA_CURL=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+];
+
+/// What building panvk from the Mesa tarball needs on Debian (shown if configure fails).
+pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-packaging libdrm-dev libexpat1-dev zlib1g-dev glslang-tools bison flex libelf-dev";
+/// What building llama.cpp with Vulkan needs on Debian.
+pub const LLAMA_BUILD_DEPS: &str =
+    "sudo apt install cmake ninja-build gcc g++ patch libvulkan-dev glslc";
+
+/// The build dependency hint for a project.
+pub fn build_deps(project: &str) -> &'static str {
+    if project == "mesa" {
+        MESA_BUILD_DEPS
+    } else {
+        LLAMA_BUILD_DEPS
+    }
+}
+
+pub struct Ctx<'a> {
+    pub facts: &'a Facts,
+    pub target: &'a Target,
+    pub manifest: &'a Manifest,
+    pub opts: &'a Options,
+}
+
+#[derive(Default)]
+pub struct Planned {
+    pub summary: String,
+    pub actions: Vec<Action>,
+    pub notes: Vec<String>,
+}
+
+fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action> {
+    (old != Some(new.as_str())).then(|| Action::WriteFile {
+        path: path.to_string(),
+        mode,
+        diff: diff(path, old, &new),
+        new_file: old.is_none(),
+        content: new,
+    })
+}
+
+/// The kernel the target wants, or an error naming what to install.
+fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
+    ctx.facts
+        .target_kernel(ctx.target)
+        .ok_or_else(|| error::fail(exit::UNSUPPORTED, ctx.target.kernel_advice()))
+}
+
+/// The release the boot configuration starts by default now.
+pub fn default_release(facts: &Facts) -> Option<String> {
+    match facts.layout {
+        BootLayout::UbootMenu | BootLayout::Extlinux => facts
+            .file(ubootmenu::EXTLINUX_CONF)
+            .map(Extlinux::parse)
+            .and_then(|e| e.default_entry().and_then(|d| d.kernel_release())),
+        BootLayout::Armbian => facts
+            .link("/boot/Image")
+            .and_then(|t| t.rsplit('/').next())
+            .and_then(|n| n.strip_prefix("vmlinuz-"))
+            .map(str::to_string),
+        BootLayout::Unknown => None,
+    }
+}
+
+pub fn rvl_conf_text(release: &str, label: &str) -> String {
+    format!(
+        "# Written by `rvl setup`: boot the mainline kernel {release} by default.\n\
+         # u-boot-update numbers kernels highest release first (l0, l0r, l1, ...), so this label\n\
+         # shifts when kernels come and go; `rvl setup` recomputes it. Undo: rvl setup --rollback\n\
+         U_BOOT_DEFAULT=\"{label}\"\n"
+    )
+}
+
+pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let facts = ctx.facts;
+    let release = wanted_kernel(ctx)?;
+    let current = default_release(facts);
+    let mut out = Planned {
+        summary: format!(
+            "boot {release} by default (now {}; it stays installed and in the boot menu)",
+            current.as_deref().unwrap_or("unknown")
+        ),
+        ..Planned::default()
+    };
+    let boots_target = current.as_deref() == Some(release);
+    match facts.layout {
+        BootLayout::UbootMenu => {
+            let label = ubootmenu::label_for_release(&facts.installed_kernels, release)
+                .expect("the wanted kernel is one of the installed ones");
+            let conf = rvl_conf_text(release, &label);
+            let conf_old = facts.file(ubootmenu::RVL_CONF);
+            let stale_conf = conf_old.is_some_and(|c| c != conf);
+            if boots_target && !stale_conf {
+                return Ok(out);
+            }
+            out.actions.extend(write(ubootmenu::RVL_CONF, conf_old, conf, 0o644));
+            let old = facts.file(ubootmenu::EXTLINUX_CONF);
+            let preview = old.map(|text| {
+                let mut e = Extlinux::parse(text);
+                e.set_default(&label);
+                diff(ubootmenu::EXTLINUX_CONF, Some(text), &e.render())
+            });
+            out.actions.push(Action::RunTool {
+                tool: "u-boot-update".into(),
+                args: vec![],
+                changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+                preview,
+                verify: Some(Verify::ExtlinuxDefaultBoots {
+                    path: ubootmenu::EXTLINUX_CONF.into(),
+                    release: release.into(),
+                }),
+            });
+        }
+        BootLayout::Extlinux => {
+            if boots_target {
+                return Ok(out);
+            }
+            let text = facts.file(ubootmenu::EXTLINUX_CONF).unwrap_or_default();
+            let mut e = Extlinux::parse(text);
+            let Some(label) = e
+                .entries_for_release(release)
+                .map(|en| en.label.clone())
+                .next()
+            else {
+                return Err(error::fail(
+                    exit::UNSUPPORTED,
+                    format!(
+                        "{}: no label boots {release}; add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
+                        ubootmenu::EXTLINUX_CONF
+                    ),
+                ));
+            };
+            e.set_default(&label);
+            out.actions
+                .extend(write(ubootmenu::EXTLINUX_CONF, Some(text), e.render(), 0o644));
+        }
+        BootLayout::Armbian => {
+            // Armbian boots whatever /boot/Image, /boot/uInitrd and /boot/dtb point at.
+            for (link, file) in [
+                ("/boot/Image", format!("vmlinuz-{release}")),
+                ("/boot/uInitrd", format!("uInitrd-{release}")),
+                ("/boot/dtb", format!("dtb-{release}")),
+            ] {
+                let exists = facts.is_present(&format!("/boot/{file}"));
+                if link == "/boot/Image" && !exists {
+                    return Err(error::fail(
+                        exit::UNSUPPORTED,
+                        format!("/boot/{file} is missing; reinstall the {release} kernel package"),
+                    ));
+                }
+                if exists && facts.link(link) != Some(file.as_str()) {
+                    out.actions.push(Action::Symlink {
+                        path: link.into(),
+                        was: facts.link(link).map(str::to_string),
+                        target: file,
+                    });
+                }
+            }
+        }
+        BootLayout::Unknown => {
+            return Err(error::fail(
+                exit::UNSUPPORTED,
+                "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
+            ))
+        }
+    }
+    Ok(out)
+}
+
+pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let facts = ctx.facts;
+    // The kernel that boots after this plan: the mainline one when the kernel step runs.
+    let after = if ctx.opts.wants("kernel") {
+        facts.target_kernel(ctx.target).map(str::to_string)
+    } else {
+        default_release(facts)
+    };
+    let mut out = Planned::default();
+    let Some(after) = after.filter(|r| ctx.target.is_vendor_kernel(r)) else {
+        if ctx.target.mainline_enables_gpu == Some(false) {
+            out.notes.push(format!(
+                "gpu-overlay: {}'s mainline device tree leaves the GPU node disabled; it needs a device-tree overlay that enables &gpu (rvl does not ship one yet)",
+                ctx.target.board
+            ));
+        } else if ctx.opts.named("gpu-overlay") {
+            out.notes.push(
+                "gpu-overlay: nothing to do, the kernel that boots is not a vendor (kbase) kernel"
+                    .into(),
+            );
+        }
+        return Ok(out);
+    };
+    out.summary =
+        format!("let panthor drive the GPU on the vendor kernel {after} (device-tree overlay)");
+    let missing = |what: &str| {
+        format!("gpu-overlay: the {} profile names no {what} overlay; enable panthor for {after} by hand", ctx.target.board)
+    };
+    match facts.layout {
+        BootLayout::Armbian => match &ctx.target.armbian_panthor_overlay {
+            Some(overlay) => {
+                let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
+                let mut env = armbian::ArmbianEnv::parse(old);
+                if env.add_overlay(overlay) {
+                    out.actions
+                        .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
+                }
+            }
+            None => out.notes.push(missing("Armbian panthor")),
+        },
+        BootLayout::UbootMenu => match &ctx.target.radxa_kbase_overlay {
+            Some(overlay) => {
+                let dtbo = format!("/boot/dtbo/{overlay}.dtbo");
+                if facts.is_present(&dtbo) {
+                    out.actions.push(Action::RenameFile {
+                        from: dtbo.clone(),
+                        to: format!("{dtbo}.disabled"),
+                    });
+                    out.actions.push(Action::RunTool {
+                        tool: "u-boot-update".into(),
+                        args: vec![],
+                        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+                        preview: None,
+                        verify: None,
+                    });
+                }
+            }
+            None => out.notes.push(missing("Radxa kbase")),
+        },
+        _ => out.notes.push(format!(
+            "gpu-overlay: this image's overlay mechanism is unknown; enable panthor for {after} by hand"
+        )),
+    }
+    Ok(out)
+}
+
+pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let mut out = Planned::default();
+    let Some(fw) = ctx.manifest.recommended_firmware() else {
+        out.notes.push(
+            "firmware: the manifest recommends no panthor firmware; nothing installed".into(),
+        );
+        return Ok(out);
+    };
+    let path = format!("{FIRMWARE_DIR}/{}", fw.path);
+    let have = ctx.facts.hashes.get(&path).cloned().flatten();
+    let known_good = have
+        .as_deref()
+        .and_then(|h| ctx.manifest.firmware_by_sha256(h));
+    if known_good.is_some_and(|f| f.for_panthor) {
+        return Ok(out);
+    }
+    let Some(url) = fw.url.clone() else {
+        return Err(error::fail(
+            exit::BAD_INPUT,
+            format!(
+                "manifest: firmware `{}` has no url to download it from",
+                fw.id
+            ),
+        ));
+    };
+    out.summary = match &have {
+        None => format!("install the G610 CSF firmware ({})", fw.version),
+        Some(_) => format!(
+            "replace an unknown {path} with the pinned firmware ({})",
+            fw.version
+        ),
+    };
+    out.actions.push(Action::InstallArtifact {
+        path,
+        url,
+        sha256: fw.sha256.clone(),
+        size: fw.size,
+        mode: 0o644,
+        was_sha256: have,
+        description: fw.version.clone(),
+    });
+    // A built-in panthor probes before the root file system is mounted: the firmware must be
+    // in the initramfs of the kernel that will boot.
+    if let Some(release) = ctx.facts.target_kernel(ctx.target) {
+        if ctx.facts.panthor_builtin(release) {
+            out.actions.push(Action::RunTool {
+                tool: "update-initramfs".into(),
+                args: vec!["-u".into(), "-k".into(), release.into()],
+                changes: vec![format!("/boot/initrd.img-{release}")],
+                preview: None,
+                verify: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Install prefix of rvl's build of a source.
+pub fn prefix_for(project: &str, version: &str) -> String {
+    format!("/opt/rvl/{project}-{version}-rvl{BUILD_REVISION}")
+}
+
+/// Paths whose presence the planner checks (complete install prefixes).
+pub fn probe_paths(manifest: &Manifest) -> Vec<String> {
+    [mesa_source(manifest), llama_source(manifest)]
+        .into_iter()
+        .flatten()
+        .map(|s| format!("{}/{BUILD_STAMP}", prefix_for(project_name(s), &s.version)))
+        .collect()
+}
+
+fn project_name(s: &Source) -> &'static str {
+    if s.id == "mesa" {
+        "mesa"
+    } else {
+        "llama.cpp"
+    }
+}
+
+pub fn mesa_source(m: &Manifest) -> Option<&Source> {
+    m.source("mesa")
+}
+
+pub fn llama_source(m: &Manifest) -> Option<&Source> {
+    m.source("llama.cpp").or_else(|| m.source("llama-cpp"))
+}
+
+/// The prefix panvk is (or will be) installed in.
+pub fn mesa_prefix(m: &Manifest) -> Option<String> {
+    mesa_source(m).map(|s| prefix_for("mesa", &s.version))
+}
+
+fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String>) -> Action {
+    Action::BuildSource {
+        project: project.into(),
+        version: s.version.clone(),
+        url: s.url.clone(),
+        sha256: s.sha256.clone(),
+        size: s.size,
+        tree: s.tree.clone(),
+        system: s.build,
+        prefix: prefix_for(project, &s.version),
+        options: options.iter().map(|o| o.to_string()).collect(),
+        patches,
+    }
+}
+
+fn patch_names(project: &str) -> anyhow::Result<Vec<String>> {
+    Ok(super::patches::series(project)?
+        .into_iter()
+        .map(|p| p.name)
+        .collect())
+}
+
+pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let mut out = Planned::default();
+    let Some(src) = mesa_source(ctx.manifest) else {
+        return Err(error::fail(
+            exit::BAD_INPUT,
+            "manifest: no `mesa` source is pinned",
+        ));
+    };
+    let prefix = prefix_for("mesa", &src.version);
+    if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
+        return Ok(out);
+    }
+    match ctx.opts.mesa_from {
+        MesaFrom::Source => {
+            let patches = patch_names("mesa")?;
+            out.summary = format!(
+                "build panvk from Mesa {} ({} patch{}) into {prefix}",
+                src.version,
+                patches.len(),
+                if patches.len() == 1 { "" } else { "es" }
+            );
+            if src.build != BuildSystem::Meson {
+                return Err(error::fail(
+                    exit::BAD_INPUT,
+                    "manifest: Mesa must be built with meson",
+                ));
+            }
+            out.actions
+                .push(build_action("mesa", src, MESA_OPTIONS, patches));
+        }
+        MesaFrom::Prebuilt => {
+            let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
+                p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
+            }) else {
+                return Err(error::fail(
+                    exit::UNSUPPORTED,
+                    format!(
+                        "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
+                        src.version
+                    ),
+                ));
+            };
+            out.summary = format!(
+                "install prebuilt panvk (Mesa {}) into {prefix}",
+                src.version
+            );
+            out.actions.push(Action::InstallPrebuilt {
+                url: pre.url.clone(),
+                sha256: pre.sha256.clone(),
+                size: pre.size,
+                prefix,
+            });
+        }
+    }
+    Ok(out)
+}
+
+pub fn icd_json(prefix: &str) -> String {
+    // The loader reads library_path; api_version is informational for it (Mesa 26 panvk: 1.4).
+    format!(
+        "{{\n    \"ICD\": {{\n        \"api_version\": \"1.4.335\",\n        \"library_arch\": \"64\",\n        \"library_path\": \"{prefix}/lib/libvulkan_panfrost.so\"\n    }},\n    \"file_format_version\": \"1.0.1\"\n}}\n"
+    )
+}
+
+pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let mut out = Planned::default();
+    let Some(prefix) = mesa_prefix(ctx.manifest) else {
+        return Err(error::fail(
+            exit::BAD_INPUT,
+            "manifest: no `mesa` source is pinned",
+        ));
+    };
+    let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
+    if !installed && !ctx.opts.wants("mesa") {
+        return Err(error::fail(
+            exit::UNSUPPORTED,
+            format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)"),
+        ));
+    }
+    let f = ctx.facts;
+    out.actions
+        .extend(write(ICD_FILE, f.file(ICD_FILE), icd_json(&prefix), 0o644));
+    out.actions.extend(write(
+        ENVIRONMENT_D_FILE,
+        f.file(ENVIRONMENT_D_FILE),
+        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\nVK_DRIVER_FILES={ICD_FILE}\n"),
+        0o644,
+    ));
+    out.actions.extend(write(
+        PROFILE_D_FILE,
+        f.file(PROFILE_D_FILE),
+        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\nexport VK_DRIVER_FILES={ICD_FILE}\n"),
+        0o644,
+    ));
+    out.summary =
+        format!("register rvl's panvk ({ICD_FILE}) and make the loader pick it (VK_DRIVER_FILES)");
+    Ok(out)
+}
+
+/// `render:x:105:a,b` with `user` added; None when there is no render group or it has the user.
+pub fn add_to_group_line(text: &str, group: &str, user: &str) -> Option<String> {
+    let mut changed = false;
+    let mut out = String::with_capacity(text.len() + user.len() + 1);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\r', '\n']);
+        let ending = &line[body.len()..];
+        let fields: Vec<&str> = body.split(':').collect();
+        if fields.len() == 4 && fields[0] == group {
+            let members: Vec<&str> = fields[3].split(',').filter(|m| !m.is_empty()).collect();
+            if members.contains(&user) {
+                return None;
+            }
+            let sep = if members.is_empty() { "" } else { "," };
+            out.push_str(&format!("{body}{sep}{user}{ending}"));
+            changed = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    changed.then_some(out)
+}
+
+pub fn access(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let mut out = Planned::default();
+    out.notes.push(
+        "access: over ssh without a login session, Vulkan tools print `XDG_RUNTIME_DIR not set`; \
+         run `export XDG_RUNTIME_DIR=/run/user/$(id -u)` (a warning only; render-node access is what matters)"
+            .into(),
+    );
+    let Some(user) = ctx.facts.invoking_user.as_deref() else {
+        out.notes.push(
+            "access: no invoking user (run setup with sudo from your account to add it to the `render` group)".into(),
+        );
+        return Ok(out);
+    };
+    let Some(group) = ctx.facts.file(GROUP_FILE) else {
+        out.notes.push(format!(
+            "access: {GROUP_FILE} is not readable; add {user} to `render` by hand"
+        ));
+        return Ok(out);
+    };
+    let has_group = group.lines().any(|l| l.split(':').next() == Some("render"));
+    if !has_group {
+        out.notes.push("access: there is no `render` group on this system; render nodes belong to another group".into());
+        return Ok(out);
+    }
+    if let Some(new) = add_to_group_line(group, "render", user) {
+        out.actions
+            .extend(write(GROUP_FILE, Some(group), new, 0o644));
+        if let Some(gs) = ctx.facts.file(GSHADOW_FILE) {
+            if let Some(new) = add_to_group_line(gs, "render", user) {
+                out.actions
+                    .extend(write(GSHADOW_FILE, Some(gs), new, 0o640));
+            }
+        }
+        out.summary = format!(
+            "add {user} to the `render` group (open /dev/dri/renderD* without root; log in again)"
+        );
+    }
+    Ok(out)
+}
+
+pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
+    let mut out = Planned::default();
+    let Some(src) = llama_source(ctx.manifest) else {
+        if ctx.opts.named("llama-cpp") {
+            return Err(error::fail(
+                exit::BAD_INPUT,
+                "manifest: no `llama.cpp` source is pinned",
+            ));
+        }
+        out.notes
+            .push("llama-cpp: skipped, the manifest pins no llama.cpp source".into());
+        return Ok(out);
+    };
+    let prefix = prefix_for("llama.cpp", &src.version);
+    if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
+        return Ok(out);
+    }
+    if src.build != BuildSystem::Cmake {
+        return Err(error::fail(
+            exit::BAD_INPUT,
+            "manifest: llama.cpp must be built with cmake",
+        ));
+    }
+    let patches = patch_names("llama.cpp")?;
+    out.summary = format!(
+        "build llama.cpp {} with Vulkan ({} patch{}) into {prefix}",
+        src.version,
+        patches.len(),
+        if patches.len() == 1 { "" } else { "es" }
+    );
+    out.actions
+        .push(build_action("llama.cpp", src, LLAMA_OPTIONS, patches));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_edit_appends_and_is_idempotent() {
+        let g = "root:x:0:\nvideo:x:44:bob\nrender:x:105:\nusers:x:100:\n";
+        let new = add_to_group_line(g, "render", "alice").unwrap();
+        assert_eq!(
+            new,
+            "root:x:0:\nvideo:x:44:bob\nrender:x:105:alice\nusers:x:100:\n"
+        );
+        assert_eq!(add_to_group_line(&new, "render", "alice"), None);
+        let two = add_to_group_line(&new, "render", "bob").unwrap();
+        assert!(two.contains("render:x:105:alice,bob\n"));
+        assert_eq!(add_to_group_line("video:x:44:\n", "render", "a"), None);
+    }
+
+    #[test]
+    fn icd_points_into_the_prefix() {
+        let j: serde_json::Value = serde_json::from_str(&icd_json("/opt/rvl/mesa-1-rvl1")).unwrap();
+        assert_eq!(
+            j["ICD"]["library_path"],
+            "/opt/rvl/mesa-1-rvl1/lib/libvulkan_panfrost.so"
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! What setup moves a board to, taken from its board profile (`profiles/<board>.yaml`): the
+//! mainline kernel it should boot, how to recognise a vendor kernel, and the overlay names that
+//! switch the GPU driver. The planner sees only this struct.
+
+use serde::Serialize;
+
+use crate::bootcfg::kver::compare_releases;
+use crate::profile::{Profile, Profiles};
+use crate::{error, exit, host};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub board: String,
+    /// The exact mainline release the profile pins, if it pins one.
+    pub mainline_release: Option<String>,
+    /// What to install to get it (named in the error when it is missing).
+    pub mainline_package: Option<String>,
+    /// Oldest mainline version with panthor: any installed release at least this new will do
+    /// when no exact one is pinned.
+    pub min_mainline: String,
+    /// The vendor (BSP) kernel release the profile knows for this board.
+    pub vendor_release: Option<String>,
+    /// Armbian overlay that turns panthor on for a vendor kernel (`overlays=`).
+    pub armbian_panthor_overlay: Option<String>,
+    /// Radxa overlay that turns kbase on; dropping it leaves panthor the GPU's driver.
+    pub radxa_kbase_overlay: Option<String>,
+    /// Whether the board's mainline device tree enables the GPU (None: unknown).
+    pub mainline_enables_gpu: Option<bool>,
+}
+
+impl Target {
+    pub fn from_profile(p: &Profile) -> Target {
+        Target {
+            board: p.id.clone(),
+            mainline_release: p.kernel.mainline.as_ref().map(|k| k.release.clone()),
+            mainline_package: p.kernel.mainline.as_ref().and_then(|k| k.package.clone()),
+            min_mainline: p.kernel.min_mainline.clone(),
+            vendor_release: p.kernel.vendor.as_ref().map(|k| k.release.clone()),
+            armbian_panthor_overlay: p.overlays.armbian_panthor.clone(),
+            radxa_kbase_overlay: p.overlays.radxa_kbase.clone(),
+            mainline_enables_gpu: p.mainline_enables_gpu,
+        }
+    }
+
+    /// The installed release setup should boot: the pinned one, else the highest release at
+    /// least `min_mainline` (`installed` is highest first).
+    pub fn pick_kernel<'a>(&self, installed: &'a [String]) -> Option<&'a str> {
+        let found = match &self.mainline_release {
+            Some(r) => installed.iter().find(|i| *i == r),
+            None => installed
+                .iter()
+                .find(|i| compare_releases(i, &self.min_mainline).is_ge()),
+        };
+        found.map(String::as_str)
+    }
+
+    /// What to tell a user whose board lacks that kernel.
+    pub fn kernel_advice(&self) -> String {
+        match (&self.mainline_release, &self.mainline_package) {
+            (Some(r), Some(p)) => format!(
+                "the mainline kernel {r} is not installed (no /boot/vmlinuz-{r}); install it first: sudo apt install {p}"
+            ),
+            (Some(r), None) => format!(
+                "the mainline kernel {r} is not installed (no /boot/vmlinuz-{r}); install it first"
+            ),
+            _ => format!(
+                "no mainline kernel {} or newer is installed; install one built with CONFIG_DRM_PANTHOR",
+                self.min_mainline
+            ),
+        }
+    }
+
+    /// A vendor (kbase) kernel: the profile's vendor release, or anything older than the
+    /// first mainline release with panthor.
+    pub fn is_vendor_kernel(&self, release: &str) -> bool {
+        self.vendor_release.as_deref() == Some(release)
+            || compare_releases(release, &self.min_mainline).is_lt()
+    }
+}
+
+/// The target for `--board`, or for the board the root's device tree names.
+pub fn choose(
+    profiles: &Profiles,
+    board: Option<&str>,
+    root: &crate::host::Root,
+) -> anyhow::Result<Target> {
+    let known = || {
+        profiles
+            .all()
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let profile = match board {
+        Some(id) => profiles.by_id(id).ok_or_else(|| {
+            error::fail(
+                exit::UNSUPPORTED,
+                format!("no board profile `{id}` (known: {})", known()),
+            )
+        })?,
+        None => host::devicetree::read(root)
+            .and_then(|dt| profiles.detect(&dt.compatible))
+            .ok_or_else(|| {
+                error::fail(
+                    exit::UNSUPPORTED,
+                    format!(
+                        "cannot tell which board this is from its device tree; pass --board NAME (known: {})",
+                        known()
+                    ),
+                )
+            })?,
+    };
+    Ok(Target::from_profile(profile))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(board: &str) -> Target {
+        Target::from_profile(Profiles::builtin().unwrap().by_id(board).unwrap())
+    }
+
+    #[test]
+    fn pinned_release_or_the_newest_new_enough_one() {
+        let installed = vec![
+            "7.1.0".to_string(),
+            "7.0.0-rc3-marfrit-A1".to_string(),
+            "6.1.75-npu-port".to_string(),
+        ];
+        assert_eq!(
+            target("boltzmann").pick_kernel(&installed),
+            Some("7.0.0-rc3-marfrit-A1")
+        );
+        assert_eq!(target("ampere").pick_kernel(&installed), Some("7.1.0"));
+        assert_eq!(target("ampere").pick_kernel(&installed[2..]), None);
+    }
+
+    #[test]
+    fn vendor_kernels_are_the_known_one_or_older_than_panthor() {
+        let t = target("boltzmann");
+        assert!(t.is_vendor_kernel("6.1.75-npu-port"));
+        assert!(t.is_vendor_kernel("6.1.84-8-rk2410"));
+        assert!(!t.is_vendor_kernel("7.0.0-rc3-marfrit-A1"));
+        assert!(!t.is_vendor_kernel("6.12.1"));
+    }
+
+    #[test]
+    fn advice_names_the_package_when_known() {
+        assert!(target("boltzmann")
+            .kernel_advice()
+            .contains("sudo apt install linux-rk3588-marfrit-A1"));
+        assert!(target("ampere").kernel_advice().contains("6.10 or newer"));
+    }
+
+    #[test]
+    fn unknown_board_is_a_clear_error() {
+        let d = tempfile::tempdir().unwrap();
+        let root = crate::host::Root::new(d.path());
+        let profiles = Profiles::builtin().unwrap();
+        let err = choose(&profiles, Some("rock5x"), &root).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::UNSUPPORTED);
+        assert!(err.to_string().contains("`rock5x`"));
+        let err = choose(&profiles, None, &root).unwrap_err();
+        assert!(err.to_string().contains("pass --board"));
+    }
+}

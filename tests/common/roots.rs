@@ -1,0 +1,175 @@
+//! Fixture roots for setup tests: copy a tree from `tests/fixtures/setup/`, snapshot a tree
+//! (every file's bytes and mode, every link's target) to compare states byte for byte, and a
+//! manifest whose artifacts a loopback server this test started serves.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::http::{sha256_hex, Reply, Server};
+
+pub const STATE_DIR: &str = "var/lib/rvl";
+
+pub fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/setup")
+        .join(name)
+}
+
+/// A private copy of a fixture root; the tree is at `<tempdir>/root`.
+pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    copy_tree(&fixture_dir(name), &root);
+    (d, root)
+}
+
+pub fn copy_tree(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let from = e.path();
+        let to = dst.join(e.file_name());
+        let m = fs::symlink_metadata(&from).unwrap();
+        if m.is_symlink() {
+            symlink(fs::read_link(&from).unwrap(), &to).unwrap();
+        } else if m.is_dir() {
+            copy_tree(&from, &to);
+        } else {
+            fs::copy(&from, &to).unwrap();
+            fs::set_permissions(&to, m.permissions()).unwrap();
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Node {
+    File { data: Vec<u8>, mode: u32 },
+    Link(PathBuf),
+    Dir(u32),
+}
+
+/// Everything under `root` except setup's own state directory.
+pub fn snapshot(root: &Path) -> BTreeMap<String, Node> {
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Node>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel == STATE_DIR {
+            continue;
+        }
+        let m = fs::symlink_metadata(&path).unwrap();
+        let mode = m.permissions().mode() & 0o7777;
+        if m.is_symlink() {
+            out.insert(rel, Node::Link(fs::read_link(&path).unwrap()));
+        } else if m.is_dir() {
+            out.insert(rel, Node::Dir(mode));
+            walk(root, &path, out);
+        } else {
+            out.insert(
+                rel,
+                Node::File {
+                    data: fs::read(&path).unwrap(),
+                    mode,
+                },
+            );
+        }
+    }
+}
+
+/// Paths whose state differs between two snapshots.
+pub fn changed(a: &BTreeMap<String, Node>, b: &BTreeMap<String, Node>) -> Vec<String> {
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+pub fn assert_same(a: &BTreeMap<String, Node>, b: &BTreeMap<String, Node>) {
+    let diff = changed(a, b);
+    assert!(diff.is_empty(), "trees differ at: {diff:?}");
+}
+
+/// The fake CSF firmware the test manifest pins.
+pub fn firmware_bytes() -> Vec<u8> {
+    let mut v = vec![0x6e, 0x3a, 0xf1, 0xc3];
+    v.extend((0..4096u32).map(|i| (i % 251) as u8));
+    v
+}
+
+/// A loopback server plus a manifest file naming what it serves.
+pub struct Artifacts {
+    pub server: Server,
+    pub manifest: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Extra `sources:` entries: (id, version, file name, bytes, tree, build).
+pub type SourceEntry<'a> = (&'a str, &'a str, &'a str, &'a [u8], &'a str, &'a str);
+
+pub fn artifacts(
+    firmware: &[u8],
+    firmware_sha: Option<&str>,
+    sources: &[SourceEntry],
+) -> Artifacts {
+    let server = Server::start();
+    let fw_url = server.route("/fw/mali_csffw.bin", Reply::Body(firmware.to_vec()));
+    let sha = firmware_sha
+        .map(str::to_string)
+        .unwrap_or_else(|| sha256_hex(firmware));
+    let mut yaml = format!(
+        "schema: 1\nfirmware:\n  - id: csffw-test\n    version: \"test\"\n    path: arm/mali/arch10.8/mali_csffw.bin\n    size: {}\n    sha256: {sha}\n    url: {fw_url}\n    licence: test\n    source: test\n    for_panthor: true\n    recommended: true\nsources:\n",
+        firmware.len()
+    );
+    if sources.iter().all(|s| s.0 != "mesa") {
+        // The planner needs a pinned Mesa even when the mesa step is not run.
+        yaml.push_str("  - id: mesa\n    version: \"26.1.6\"\n    url: https://archive.mesa3d.org/mesa-26.1.6.tar.xz\n    size: 77770828\n    sha256: 5296b88a0f1e012e2cb9ada150a2bbadf728ca81e5a4fb2ab43c83a4d2158606\n    tree: mesa-26.1.6\n    build: meson\n    licence: MIT\n    provenance: test\n");
+    }
+    for (id, version, file, data, tree, build) in sources {
+        let url = server.route(&format!("/src/{file}"), Reply::Body(data.to_vec()));
+        yaml.push_str(&format!(
+            "  - id: {id}\n    version: \"{version}\"\n    url: {url}\n    size: {}\n    sha256: {}\n    tree: {tree}\n    build: {build}\n    licence: test\n    provenance: test\n",
+            data.len(),
+            sha256_hex(data)
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("manifest.yaml");
+    fs::write(&manifest, yaml).unwrap();
+    Artifacts {
+        server,
+        manifest,
+        _dir: dir,
+    }
+}
+
+/// The `rvl` binary with a clean environment for setup tests.
+pub fn rvl(root: &Path, manifest: &Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rvl").unwrap();
+    c.env_remove("SUDO_USER")
+        .env_remove("RVL_FAULT")
+        .env_remove("RVL_PATCHES_DIR")
+        .env("RVL_FETCH_ATTEMPTS", "2")
+        .env("RVL_FETCH_STALL_SECS", "5")
+        .arg("setup")
+        .arg("--root")
+        .arg(root)
+        .arg("--manifest")
+        .arg(manifest);
+    c
+}
