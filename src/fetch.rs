@@ -21,6 +21,8 @@ use sha2::{Digest, Sha256};
 
 use crate::{error, exit};
 
+pub mod pip;
+
 /// What to download and what it must be.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -92,6 +94,12 @@ pub enum FetchError {
     },
     #[error("{url}: no data for {secs} s (stalled)")]
     Stalled { url: String, secs: f64 },
+    #[error("{url}: got {got} bytes, the manifest pins {expected}")]
+    WrongSize {
+        url: String,
+        got: u64,
+        expected: u64,
+    },
     #[error("{url}: sha256 mismatch: expected {expected}, got {actual}")]
     Checksum {
         url: String,
@@ -507,6 +515,33 @@ fn describe(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
+}
+
+/// Check a file that another client fetched (`what` names it in errors) against the pinned
+/// size and sha256, with the same hash and errors as a download.
+pub fn verify_file(what: &str, path: &Path, sha256: &str, size: u64) -> Result<(), FetchError> {
+    let io_err = |source| FetchError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let got = fs::metadata(path).map_err(io_err)?.len();
+    if got != size {
+        return Err(FetchError::WrongSize {
+            url: what.to_string(),
+            got,
+            expected: size,
+        });
+    }
+    let actual = sha256_file(path).map_err(io_err)?;
+    let expected = sha256.to_ascii_lowercase();
+    if actual != expected {
+        return Err(FetchError::Checksum {
+            url: what.to_string(),
+            expected,
+            actual,
+        });
+    }
+    Ok(())
 }
 
 /// Lowercase hex sha256 of a file.

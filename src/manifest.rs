@@ -63,11 +63,13 @@ pub enum BuildSystem {
 
 /// A source release that setup downloads, patches and builds.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawSource")]
 pub struct Source {
     pub id: String,
     pub version: String,
-    pub url: String,
+    /// Where the archive comes from.
+    #[serde(flatten)]
+    pub origin: Origin,
     pub size: u64,
     pub sha256: String,
     /// Directory inside the archive that holds the tree to build.
@@ -75,6 +77,123 @@ pub struct Source {
     pub build: BuildSystem,
     pub licence: String,
     pub provenance: String,
+}
+
+/// Where a source archive is fetched from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// An https URL, fetched by `crate::fetch`.
+    Url(String),
+    /// A source distribution on the Python package index, fetched with pip (`crate::fetch::pip`),
+    /// so the manifest names no registry host.
+    Pip(PipSource),
+}
+
+/// `pip download` of one pinned sdist.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipSource {
+    /// `name==version`: exactly one release.
+    pub requirement: String,
+    /// The file pip saves (`llama_cpp_python-0.3.36.tar.gz`).
+    pub filename: String,
+    /// Distribution pip imports to read the sdist's metadata (its pyproject build backend);
+    /// setup checks it is installed before downloading.
+    #[serde(default)]
+    pub backend: Option<String>,
+}
+
+/// A source entry as written, before "exactly one of `url` and `pip`" is checked. Checking it
+/// while deserializing lets the error carry the entry's line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    id: String,
+    version: String,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    pip: Option<PipSource>,
+    size: u64,
+    sha256: String,
+    tree: String,
+    build: BuildSystem,
+    licence: String,
+    provenance: String,
+}
+
+impl TryFrom<RawSource> for Source {
+    type Error = String;
+
+    fn try_from(r: RawSource) -> Result<Self, String> {
+        let origin = match (r.url, r.pip) {
+            (Some(url), None) => Origin::Url(url),
+            (None, Some(pip)) => {
+                check_pip(&pip).map_err(|e| format!("source `{}`: pip: {e}", r.id))?;
+                Origin::Pip(pip)
+            }
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "source `{}`: give either `url` or `pip`, not both",
+                    r.id
+                ))
+            }
+            (None, None) => {
+                return Err(format!(
+                    "source `{}`: needs `url` (https) or `pip` ({{requirement, filename}})",
+                    r.id
+                ))
+            }
+        };
+        Ok(Source {
+            id: r.id,
+            version: r.version,
+            origin,
+            size: r.size,
+            sha256: r.sha256,
+            tree: r.tree,
+            build: r.build,
+            licence: r.licence,
+            provenance: r.provenance,
+        })
+    }
+}
+
+/// A pinned, plain requirement and a bare file name: they end up on pip's command line and in
+/// the cache directory, so nothing that reads as an option, a range or a path is accepted.
+fn check_pip(pip: &PipSource) -> Result<(), String> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with(['-', '.'])
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-+!".contains(&b))
+    };
+    let pinned = pip
+        .requirement
+        .split_once("==")
+        .is_some_and(|(name, version)| plain(name) && plain(version));
+    if !pinned {
+        return Err(format!(
+            "requirement must pin one release as `name==version`, got `{}`",
+            pip.requirement
+        ));
+    }
+    let archive = [".tar.gz", ".tgz", ".tar.xz", ".tar"]
+        .iter()
+        .any(|ext| pip.filename.ends_with(ext));
+    if !plain(&pip.filename) || !archive {
+        return Err(format!(
+            "filename must be a bare .tar.gz, .tar.xz or .tar file name, got `{}`",
+            pip.filename
+        ));
+    }
+    if let Some(b) = &pip.backend {
+        if !plain(b) {
+            return Err(format!("backend must be a package name, got `{b}`"));
+        }
+    }
+    Ok(())
 }
 
 /// A prebuilt binary archive (an install prefix packed as tar.xz).
@@ -136,11 +255,13 @@ impl Manifest {
             .firmware
             .iter()
             .map(|f| (&f.id, &f.sha256, f.size, f.url.as_ref()))
-            .chain(
-                self.sources
-                    .iter()
-                    .map(|s| (&s.id, &s.sha256, s.size, Some(&s.url))),
-            )
+            .chain(self.sources.iter().map(|s| {
+                let url = match &s.origin {
+                    Origin::Url(url) => Some(url),
+                    Origin::Pip(_) => None,
+                };
+                (&s.id, &s.sha256, s.size, url)
+            }))
             .chain(
                 self.prebuilt
                     .iter()
@@ -206,6 +327,86 @@ mod tests {
             .firmware_by_sha256("43C3C36B914C031D88AE152FD89019D8F99AD41D9879FB5AB7496ED13F7B378B")
             .is_some());
         assert_eq!(m.source("mesa").unwrap().build, BuildSystem::Meson);
+        let llama = m.source("llama.cpp").unwrap();
+        assert_eq!(llama.build, BuildSystem::Cmake);
+        assert_eq!(llama.tree, "llama_cpp_python-0.3.36/vendor/llama.cpp");
+        let Origin::Pip(pip) = &llama.origin else {
+            panic!("llama.cpp comes from pip: {:?}", llama.origin)
+        };
+        assert_eq!(pip.requirement, "llama-cpp-python==0.3.36");
+        assert_eq!(pip.filename, "llama_cpp_python-0.3.36.tar.gz");
+        assert_eq!(pip.backend.as_deref(), Some("scikit-build-core"));
+    }
+
+    fn source_entry(origin: &str) -> String {
+        format!(
+            "schema: 1\nsources:\n  - id: ok\n    version: v\n    url: https://x/a.tar.xz\n    size: 1\n    sha256: {sha}\n    tree: t\n    build: cmake\n    licence: l\n    provenance: p\n  - id: s\n    version: v\n{origin}    size: 1\n    sha256: {sha}\n    tree: t\n    build: cmake\n    licence: l\n    provenance: p\n",
+            sha = "a".repeat(64)
+        )
+    }
+
+    #[test]
+    fn a_source_needs_exactly_one_of_url_and_pip_and_errors_name_its_line() {
+        let pip = "    pip: {requirement: \"a-b==1.0\", filename: a_b-1.0.tar.gz}\n";
+        let url = "    url: https://x/b.tar.xz\n";
+        let m = Manifest::parse(&source_entry(pip), "m.yaml").unwrap();
+        assert_eq!(
+            m.source("s").unwrap().origin,
+            Origin::Pip(PipSource {
+                requirement: "a-b==1.0".into(),
+                filename: "a_b-1.0.tar.gz".into(),
+                backend: None,
+            })
+        );
+        for (body, expected) in [
+            (
+                format!("{url}{pip}"),
+                "give either `url` or `pip`, not both",
+            ),
+            (String::new(), "needs `url` (https) or `pip`"),
+        ] {
+            let err = Manifest::parse(&source_entry(&body), "m.yaml").unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.starts_with("m.yaml: line 12"), "{msg}");
+            assert!(msg.contains(&format!("source `s`: {expected}")), "{msg}");
+            assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
+        }
+    }
+
+    #[test]
+    fn a_pip_source_must_pin_one_release_and_name_a_bare_archive() {
+        for (pip, expected) in [
+            (
+                "{requirement: \"a>=1\", filename: a-1.tar.gz}",
+                "pin one release",
+            ),
+            (
+                "{requirement: \"--index-url==1\", filename: a-1.tar.gz}",
+                "pin one release",
+            ),
+            (
+                "{requirement: \"a==1 ; x\", filename: a-1.tar.gz}",
+                "pin one release",
+            ),
+            (
+                "{requirement: \"a==1\", filename: ../a-1.tar.gz}",
+                "bare .tar.gz",
+            ),
+            ("{requirement: \"a==1\", filename: a-1.whl}", "bare .tar.gz"),
+            (
+                "{requirement: \"a==1\", filename: a-1.tar.gz, backend: \"x y\"}",
+                "backend must be a package name",
+            ),
+            (
+                "{requirement: \"a==1\", filename: a-1.tar.gz, index: y}",
+                "unknown field `index`",
+            ),
+        ] {
+            let text = source_entry(&format!("    pip: {pip}\n"));
+            let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+            assert!(msg.contains(expected), "{pip}: {msg}");
+            assert!(msg.starts_with("m.yaml: line 1"), "{msg}");
+        }
     }
 
     #[test]

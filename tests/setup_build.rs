@@ -340,3 +340,220 @@ fn an_archive_entry_climbing_out_is_refused_and_nothing_is_installed() {
         assert!(!root.parent().unwrap().join("evil").exists());
     }
 }
+
+// llama.cpp from an sdist fetched with pip: a stand-in `python3` first on PATH plays pip.
+
+const SDIST: &str = "llama_cpp_python-0.3.36.tar.gz";
+const PIP_REQUIREMENT: &str = "llama-cpp-python==0.3.36";
+const PIP_PREFIX: &str = "opt/rvl/llama.cpp-0.3.36-rvl1";
+
+/// The stand-in sdist: the cmake project under `vendor/llama.cpp`, as the real one has it.
+fn sdist() -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data) in [
+        (
+            "llama_cpp_python-0.3.36/vendor/llama.cpp/CMakeLists.txt",
+            "cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
+             option(GGML_VULKAN \"\" OFF)\n\
+             if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
+             add_executable(llama-cli main.c)\ninstall(TARGETS llama-cli)\n",
+        ),
+        (
+            "llama_cpp_python-0.3.36/vendor/llama.cpp/main.c",
+            "int main(void) { return 0; }\n",
+        ),
+        ("llama_cpp_python-0.3.36/pyproject.toml", "[project]\n"),
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, path, data.as_bytes()).unwrap();
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&b.into_inner().unwrap()).unwrap();
+    gz.finish().unwrap()
+}
+
+/// How the stand-in python3 behaves.
+#[derive(Clone, Copy, PartialEq)]
+enum Pip {
+    Works,
+    Missing,
+    NoBackend,
+}
+
+/// A directory holding the stand-in `python3`, the sdist it "downloads" and a log of its calls.
+/// It only answers the exact command setup must run.
+fn stand_in_python(pip: Pip, sdist: &[u8]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let sdist_path = d.path().join("sdist.tar.gz");
+    fs::write(&sdist_path, sdist).unwrap();
+    let log = d.path().join("calls.log");
+    let script = format!(
+        "#!/bin/sh\n\
+         echo \"$*\" >> '{log}'\n\
+         [ \"$1 $2\" = \"-m pip\" ] || {{ echo \"stand-in: unexpected $*\" >&2; exit 2; }}\n\
+         if [ {no_pip} = 1 ]; then echo 'python3: No module named pip' >&2; exit 1; fi\n\
+         case \"$3\" in\n\
+           --version) echo 'pip 0 (stand-in)' ;;\n\
+           show) [ {no_backend} = 0 ] && [ \"$4 $5\" = '--quiet scikit-build-core' ] ;;\n\
+           download)\n\
+             [ \"$4 $5 $6 $7 $8 $9\" = '--no-deps --no-binary :all: --no-build-isolation {PIP_REQUIREMENT} -d' ] \
+               || {{ echo \"stand-in: unexpected $*\" >&2; exit 2; }}\n\
+             shift 9; cp '{sdist}' \"$1/{SDIST}\"; echo 'Saved {SDIST}' ;;\n\
+           *) exit 2 ;;\n\
+         esac\n",
+        log = log.display(),
+        sdist = sdist_path.display(),
+        no_pip = u8::from(pip == Pip::Missing),
+        no_backend = u8::from(pip == Pip::NoBackend),
+    );
+    let python = d.path().join("python3");
+    fs::write(&python, script).unwrap();
+    fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    d
+}
+
+fn calls(python_dir: &Path) -> String {
+    fs::read_to_string(python_dir.join("calls.log")).unwrap_or_default()
+}
+
+/// A manifest pinning Mesa (the planner wants one) and llama.cpp from pip.
+fn pip_manifest(dir: &Path, size: usize, sha256: &str) -> PathBuf {
+    let path = dir.join("manifest.yaml");
+    fs::write(
+        &path,
+        format!(
+            "schema: 1\nsources:\n\
+             \x20 - id: mesa\n    version: \"26.1.6\"\n    url: https://archive.mesa3d.org/mesa-26.1.6.tar.xz\n    size: 77770828\n    sha256: 5296b88a0f1e012e2cb9ada150a2bbadf728ca81e5a4fb2ab43c83a4d2158606\n    tree: mesa-26.1.6\n    build: meson\n    licence: MIT\n    provenance: test\n\
+             \x20 - id: llama.cpp\n    version: \"0.3.36\"\n    pip: {{requirement: \"{PIP_REQUIREMENT}\", filename: {SDIST}, backend: scikit-build-core}}\n    size: {size}\n    sha256: {sha256}\n    tree: llama_cpp_python-0.3.36/vendor/llama.cpp\n    build: cmake\n    licence: MIT\n    provenance: test\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn cache_entries(root: &Path) -> Vec<String> {
+    fs::read_dir(root.join(common::roots::STATE_DIR).join("cache"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let data = sdist();
+    let sha = common::http::sha256_hex(&data);
+    let python = stand_in_python(Pip::Works, &data);
+    let m = tempfile::tempdir().unwrap();
+    let manifest = pip_manifest(m.path(), data.len(), &sha);
+    let no_patches = tempfile::tempdir().unwrap();
+    rvl(&root, &manifest)
+        .args(["--board", "boltzmann", "--only", "llama-cpp", "--dry-run"])
+        .env("PATH", path_with(python.path()))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "pip download {PIP_REQUIREMENT} ({} bytes, sha256 checked), unpack",
+            data.len()
+        )));
+    let out = rvl(&root, &manifest)
+        .args(["--board", "boltzmann", "--only", "llama-cpp", "--dry-run"])
+        .arg("--json")
+        .env("PATH", path_with(python.path()))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let action = &v["plan"]["steps"][0]["actions"][0];
+    assert_eq!(action["pip"]["requirement"], PIP_REQUIREMENT, "{v}");
+    assert_eq!(action["pip"]["filename"], SDIST, "{v}");
+    assert!(action.get("url").is_none(), "{v}");
+    assert_eq!(calls(python.path()), "", "planning runs no pip");
+
+    rvl(&root, &manifest)
+        .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
+        .env("PATH", path_with(python.path()))
+        .env("RVL_PATCHES_DIR", no_patches.path())
+        .assert()
+        .success();
+    assert!(root.join(PIP_PREFIX).join("bin/llama-cli").is_file());
+    let log = fs::read_to_string(root.join("var/lib/rvl/logs/llama.cpp-0.3.36.log")).unwrap();
+    assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
+    assert!(log.contains("vendor/llama.cpp"), "{log}");
+    // Only the verified sdist stays in the cache; pip's directory is gone.
+    assert_eq!(
+        cache_entries(&root),
+        vec![format!("{}-{SDIST}", &sha[..16])]
+    );
+    let called = calls(python.path());
+    assert_eq!(called.matches(" download ").count(), 1, "{called}");
+    assert!(
+        called.contains("-m pip show --quiet scikit-build-core"),
+        "{called}"
+    );
+}
+
+#[test]
+fn a_pip_download_with_the_wrong_sha256_exits_6_and_leaves_nothing() {
+    let (_d, root) = fixture("boltzmann-extlinux");
+    let data = sdist();
+    let python = stand_in_python(Pip::Works, &data);
+    let m = tempfile::tempdir().unwrap();
+    let manifest = pip_manifest(m.path(), data.len(), &"0".repeat(64));
+    let before = snapshot(&root);
+    rvl(&root, &manifest)
+        .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
+        .env("PATH", path_with(python.path()))
+        .assert()
+        .code(6)
+        .stderr(predicate::str::contains(format!(
+            "pip download {PIP_REQUIREMENT}: sha256 mismatch"
+        )));
+    assert_same(&before, &snapshot(&root));
+    assert!(!root.join(PIP_PREFIX).exists());
+    assert_eq!(cache_entries(&root), Vec::<String>::new());
+    assert_eq!(calls(python.path()).matches(" download ").count(), 1);
+}
+
+#[test]
+fn missing_pip_or_build_backend_is_named_with_its_package_before_downloading() {
+    for (pip, expected) in [
+        (Pip::Missing, "pip is not installed"),
+        (Pip::NoBackend, "pip needs scikit-build-core"),
+    ] {
+        let (_d, root) = fixture("boltzmann-extlinux");
+        let data = sdist();
+        let python = stand_in_python(pip, &data);
+        let m = tempfile::tempdir().unwrap();
+        let manifest = pip_manifest(m.path(), data.len(), &common::http::sha256_hex(&data));
+        let before = snapshot(&root);
+        let package = if pip == Pip::Missing {
+            "sudo apt install python3-pip"
+        } else {
+            "sudo apt install python3-scikit-build-core"
+        };
+        rvl(&root, &manifest)
+            .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
+            .env("PATH", path_with(python.path()))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(expected))
+            .stderr(predicate::str::contains(package));
+        assert_same(&before, &snapshot(&root));
+        assert_eq!(cache_entries(&root), Vec::<String>::new());
+        assert_eq!(calls(python.path()).matches(" download ").count(), 0);
+    }
+}

@@ -17,6 +17,7 @@ use super::{archive, builder, fault, patches, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::fetch;
 use crate::host::Root;
+use crate::manifest::Origin;
 use crate::{error, exit};
 
 /// Where a tool is looked for inside a non-live root (as PATH would find it there).
@@ -38,16 +39,19 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
     let mut cache = Cache::new();
     for step in &plan.steps {
         for action in &step.actions {
-            let (url, sha256, size) = match action {
+            let (origin, sha256, size) = match action {
                 Action::InstallArtifact {
-                    url, sha256, size, ..
-                }
-                | Action::BuildSource {
                     url, sha256, size, ..
                 }
                 | Action::InstallPrebuilt {
                     url, sha256, size, ..
-                } => (url, sha256, *size),
+                } => (Origin::Url(url.clone()), sha256, *size),
+                Action::BuildSource {
+                    origin,
+                    sha256,
+                    size,
+                    ..
+                } => (origin.clone(), sha256, *size),
                 _ => continue,
             };
             if cache.contains_key(sha256) {
@@ -59,14 +63,24 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                     format!("cannot create {}: {e}", dir.display()),
                 )
             })?;
-            let dest = dir.join(cache_name(url, sha256));
-            let req = fetch::Request {
-                url: url.clone(),
-                sha256: sha256.clone(),
-                size: Some(size),
-                max_size: size,
+            let dest = match &origin {
+                Origin::Url(url) => {
+                    let dest = dir.join(cache_name(url, sha256));
+                    let req = fetch::Request {
+                        url: url.clone(),
+                        sha256: sha256.clone(),
+                        size: Some(size),
+                        max_size: size,
+                    };
+                    fetch::download(&req, &dest, opts).map_err(fetch::FetchError::into_failure)?;
+                    dest
+                }
+                Origin::Pip(pip) => {
+                    let dest = dir.join(format!("{}-{}", short(sha256), pip.filename));
+                    let req = fetch::pip::Request { pip, sha256, size };
+                    fetch::pip::download(&req, &dest, opts.progress)?
+                }
             };
-            fetch::download(&req, &dest, opts).map_err(fetch::FetchError::into_failure)?;
             cache.insert(sha256.clone(), dest);
         }
     }
@@ -83,7 +97,11 @@ fn cache_name(url: &str, sha256: &str) -> String {
         })
         .filter(|n| !n.is_empty() && n != "." && n != "..")
         .unwrap_or_else(|| "download".into());
-    format!("{}-{name}", &sha256[..16.min(sha256.len())])
+    format!("{}-{name}", short(sha256))
+}
+
+fn short(sha256: &str) -> &str {
+    &sha256[..16.min(sha256.len())]
 }
 
 /// What an apply did, for the summary and `--json`.

@@ -9,7 +9,7 @@ pub use super::facts::Facts;
 use super::steps;
 use super::target::Target;
 use crate::cli::MesaFrom;
-use crate::manifest::{BuildSystem, Manifest};
+use crate::manifest::{BuildSystem, Manifest, Origin};
 use crate::{error, exit};
 
 /// Every step, in the order setup runs them.
@@ -93,7 +93,9 @@ pub enum Action {
     BuildSource {
         project: String,
         version: String,
-        url: String,
+        /// `"url": …` or `"pip": {…}` in JSON.
+        #[serde(flatten)]
+        origin: Origin,
         sha256: String,
         size: u64,
         tree: String,

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::plan::{Action, Plan};
+use crate::manifest::Origin;
 use crate::output::Style;
 
 pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
@@ -106,17 +107,18 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             }
         }
         Action::BuildSource {
-            url,
+            origin,
             size,
             system,
             prefix,
             patches,
             ..
         } => {
-            let _ = writeln!(
-                s,
-                "    download {url} ({size} bytes, sha256 checked), unpack"
-            );
+            let from = match origin {
+                Origin::Url(url) => format!("download {url}"),
+                Origin::Pip(pip) => format!("pip download {}", pip.requirement),
+            };
+            let _ = writeln!(s, "    {from} ({size} bytes, sha256 checked), unpack");
             if patches.is_empty() {
                 let _ = writeln!(s, "    no patches in the series");
             } else {

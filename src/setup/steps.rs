@@ -368,7 +368,7 @@ fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String
     Action::BuildSource {
         project: project.into(),
         version: s.version.clone(),
-        url: s.url.clone(),
+        origin: s.origin.clone(),
         sha256: s.sha256.clone(),
         size: s.size,
         tree: s.tree.clone(),
