@@ -141,6 +141,15 @@ pub enum ProfileSource {
     Flag,
 }
 
+/// `--board` named an id no profile has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no profile {id:?} (known: {known})")]
+pub struct UnknownBoard {
+    pub id: String,
+    /// Every known id, comma-separated.
+    pub known: String,
+}
+
 /// A set of profiles with lookups.
 #[derive(Debug, Clone)]
 pub struct Profiles {
@@ -205,19 +214,37 @@ impl Profiles {
         board: Option<&str>,
         compatible: Option<&[String]>,
     ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
+        self.select(board, compatible)
+            .map_err(|e| error::fail(exit::USAGE, format!("--board: {e}")))
+    }
+
+    /// The selection rule every verb shares: `--board ID` wins, else the device tree's
+    /// `compatible` list picks (see [`Profiles::detect`]). Each verb words the unknown-id error
+    /// and the no-match case itself.
+    pub fn select(
+        &self,
+        board: Option<&str>,
+        compatible: Option<&[String]>,
+    ) -> Result<Option<(&Profile, ProfileSource)>, UnknownBoard> {
         if let Some(id) = board {
-            let p = self.by_id(id).ok_or_else(|| {
-                let known: Vec<_> = self.list.iter().map(|p| p.id.as_str()).collect();
-                error::fail(
-                    exit::USAGE,
-                    format!("--board: no profile {id:?} (known: {})", known.join(", ")),
-                )
+            let p = self.by_id(id).ok_or_else(|| UnknownBoard {
+                id: id.to_string(),
+                known: self.known_ids(),
             })?;
             return Ok(Some((p, ProfileSource::Flag)));
         }
         Ok(compatible
             .and_then(|c| self.detect(c))
             .map(|p| (p, ProfileSource::DeviceTree)))
+    }
+
+    /// The ids of every profile, comma-separated, for error messages.
+    pub fn known_ids(&self) -> String {
+        self.list
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn from_list(list: Vec<Profile>) -> anyhow::Result<Self> {
@@ -350,6 +377,10 @@ mod tests {
         let err = p.choose(Some("nope"), None).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::USAGE);
         assert!(err.to_string().contains("boltzmann"));
+        let unknown = p.select(Some("nope"), None).unwrap_err();
+        assert_eq!(unknown.id, "nope");
+        assert_eq!(unknown.known, p.known_ids());
+        assert!(p.known_ids().starts_with("boltzmann, ampere, "));
     }
 
     #[test]

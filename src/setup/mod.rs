@@ -43,10 +43,7 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
         return rollback(&root, args.json);
     }
     plan::check_only(&args.only)?;
-    let profiles = match &args.system.profiles {
-        Some(dir) => Profiles::load_dir(dir)?,
-        None => Profiles::builtin()?,
-    };
+    let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
     let manifest = match &args.manifest {
         Some(path) => Manifest::load(path)?,

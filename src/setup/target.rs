@@ -78,40 +78,32 @@ impl Target {
     }
 }
 
-/// The target for `--board`, or for the board the root's device tree names.
+/// The target for `--board`, or for the board the root's device tree names. The rule is the
+/// doctor's ([`Profiles::select`]); unlike the doctor, setup cannot go on without a profile, and
+/// an unknown board is "unsupported" here (exit 5), not a usage error.
 pub fn choose(
     profiles: &Profiles,
     board: Option<&str>,
     root: &crate::host::Root,
 ) -> anyhow::Result<Target> {
-    let known = || {
-        profiles
-            .all()
-            .iter()
-            .map(|p| p.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let profile = match board {
-        Some(id) => profiles.by_id(id).ok_or_else(|| {
-            error::fail(
-                exit::UNSUPPORTED,
-                format!("no board profile `{id}` (known: {})", known()),
-            )
-        })?,
-        None => host::devicetree::read(root)
-            .and_then(|dt| profiles.detect(&dt.compatible))
-            .ok_or_else(|| {
-                error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
-                        "cannot tell which board this is from its device tree; pass --board NAME (known: {})",
-                        known()
-                    ),
-                )
-            })?,
-    };
-    Ok(Target::from_profile(profile))
+    let compatible = host::devicetree::read(root).map(|dt| dt.compatible);
+    match profiles.select(board, compatible.as_deref()) {
+        Ok(Some((profile, _))) => Ok(Target::from_profile(profile)),
+        Ok(None) => Err(error::fail(
+            exit::UNSUPPORTED,
+            format!(
+                "cannot tell which board this is from its device tree; pass --board NAME (known: {})",
+                profiles.known_ids()
+            ),
+        )),
+        Err(unknown) => Err(error::fail(
+            exit::UNSUPPORTED,
+            format!(
+                "no board profile `{}` (known: {})",
+                unknown.id, unknown.known
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]
