@@ -77,11 +77,7 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
 }
 
 fn kernel(root: &Root) -> KernelFacts {
-    let release = root
-        .read_capped("/proc/sys/kernel/osrelease", 4096)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .filter(|r| !r.is_empty());
+    let release = super::kernel::running_release(root);
     KernelFacts {
         config: kernel_config(root, release.as_deref()),
         modules: sysfs::gpu_modules(root),

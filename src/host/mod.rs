@@ -4,6 +4,7 @@ pub mod devicetree;
 pub mod env;
 pub mod gather;
 pub mod initramfs;
+pub mod kernel;
 pub mod live;
 pub mod root;
 pub mod sysfs;

@@ -83,11 +83,7 @@ pub struct Probe<'a> {
 
 /// Read everything the planner needs.
 pub fn gather(root: &Root, probe: &Probe) -> Facts {
-    let running_kernel = root
-        .read_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
+    let running_kernel = crate::host::kernel::running_release(root);
     let installed_kernels = ubootmenu::installed_kernels(root);
     let layout = if root.exists(armbian::ARMBIAN_ENV) {
         BootLayout::Armbian
