@@ -6,6 +6,7 @@ use std::io::Read;
 use sha2::{Digest, Sha256};
 
 use super::env::Env;
+use super::kernel::CONFIG_CAP;
 use super::{devicetree, initramfs, live, sysfs, Root};
 use crate::bootcfg::{armbian, extlinux, ubootmenu};
 use crate::firmware::{self, Compression, FirmwareFacts, FirmwareFile, InitramfsFacts};
@@ -18,8 +19,6 @@ use crate::kernelcfg::{KernelConfig, PANTHOR_FRAGMENT};
 
 /// Biggest firmware image read (real ones are ~280 KiB).
 const FIRMWARE_CAP: u64 = 16 << 20;
-/// Biggest kernel config read (decompressed; real ones are ~300 KiB).
-const CONFIG_CAP: u64 = 8 << 20;
 /// Directories where a bare library name (`libvulkan_panfrost.so`) is looked up.
 const LIB_DIRS: &[&str] = &[
     "/usr/local/lib/aarch64-linux-gnu",
@@ -105,16 +104,7 @@ fn kernel_config(root: &Root, release: Option<&str>) -> Option<KernelConfigFacts
             .ok()?;
         Some(("/proc/config.gz".to_string(), text))
     };
-    let from_boot = || {
-        let r = release.filter(|r| !r.contains('/'))?;
-        let path = format!("/boot/config-{r}");
-        Some((
-            path.clone(),
-            root.read_capped(&path, CONFIG_CAP)
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())?,
-        ))
-    };
+    let from_boot = || super::kernel::boot_config(root, release?);
     let (source, text) = from_gz().or_else(from_boot)?;
     let config = KernelConfig::parse(&text);
     let options = config

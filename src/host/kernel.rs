@@ -1,9 +1,12 @@
 //! The kernel as files show it: the running release (`/proc/sys/kernel/osrelease`, what
-//! `uname -r` prints).
+//! `uname -r` prints) and the build configuration a release installs next to its image
+//! (`/boot/config-<release>`).
 
 use super::Root;
 
 const OSRELEASE: &str = "/proc/sys/kernel/osrelease";
+/// Biggest kernel config read, compressed or not (real ones are ~300 KiB).
+pub const CONFIG_CAP: u64 = 8 << 20;
 
 /// The running kernel's release, or None when the root has none (or an empty one).
 pub fn running_release(root: &Root) -> Option<String> {
@@ -11,6 +14,17 @@ pub fn running_release(root: &Root) -> Option<String> {
         .ok()
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .filter(|r| !r.is_empty())
+}
+
+/// `/boot/config-<release>` and its text, when that file is there. A release that could name
+/// another directory is refused.
+pub fn boot_config(root: &Root, release: &str) -> Option<(String, String)> {
+    if release.is_empty() || release.contains('/') {
+        return None;
+    }
+    let path = format!("/boot/config-{release}");
+    let text = root.read_capped(&path, CONFIG_CAP).ok()?;
+    Some((path, String::from_utf8_lossy(&text).into_owned()))
 }
 
 #[cfg(test)]
@@ -34,5 +48,23 @@ mod tests {
             running_release(&root).as_deref(),
             Some("7.0.0-rc3-marfrit-A1")
         );
+    }
+
+    #[test]
+    fn boot_config_is_read_by_release_and_never_outside_boot() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("boot")).unwrap();
+        std::fs::write(d.path().join("boot/config-7.1.0"), "CONFIG_DRM_PANTHOR=y\n").unwrap();
+        let root = Root::new(d.path());
+        assert_eq!(
+            boot_config(&root, "7.1.0"),
+            Some((
+                "/boot/config-7.1.0".to_string(),
+                "CONFIG_DRM_PANTHOR=y\n".to_string()
+            ))
+        );
+        assert_eq!(boot_config(&root, "6.1.75"), None);
+        assert_eq!(boot_config(&root, "../boot/config-7.1.0"), None);
+        assert_eq!(boot_config(&root, ""), None);
     }
 }

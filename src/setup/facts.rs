@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::target::Target;
 use crate::bootcfg::{armbian, ubootmenu};
 use crate::host::Root;
+use crate::kernelcfg::KernelConfig;
 
 /// Where the kernel firmware lives (the kernel also searches `updates/`, setup installs here).
 pub const FIRMWARE_DIR: &str = "/lib/firmware";
@@ -44,7 +45,7 @@ pub struct Facts {
     pub hashes: BTreeMap<String, Option<String>>,
     /// Paths whose existence matters (install prefixes, kernel artefacts, overlays).
     pub present: BTreeMap<String, bool>,
-    /// `CONFIG_DRM_PANTHOR` per installed kernel (`y`, `m`, or absent).
+    /// `CONFIG_DRM_PANTHOR` per installed kernel (`y`, `m`, `n`; None: no config or not in it).
     pub panthor_config: BTreeMap<String, Option<String>>,
     /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
     pub invoking_user: Option<String>,
@@ -157,17 +158,17 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
         }
     }
 
+    // Setup boots an installed kernel, not necessarily the running one: it reads each installed
+    // release's /boot config, never /proc/config.gz (that is the running kernel's, which the
+    // doctor judges).
     let panthor_config = installed_kernels
         .iter()
         .map(|r| {
-            let value = root
-                .read_string(format!("/boot/config-{r}"))
-                .ok()
-                .and_then(|cfg| {
-                    cfg.lines()
-                        .find_map(|l| l.strip_prefix("CONFIG_DRM_PANTHOR="))
-                        .map(|v| v.trim().to_string())
-                });
+            let value = crate::host::kernel::boot_config(root, r).and_then(|(_, text)| {
+                KernelConfig::parse(&text)
+                    .options
+                    .remove("CONFIG_DRM_PANTHOR")
+            });
             (r.clone(), value)
         })
         .collect();
