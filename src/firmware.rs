@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 pub const CSF_MAGIC: u32 = 0xc3f1_3a6e;
 /// Highest header major version panthor accepts (CSF_FW_BINARY_HEADER_MAJOR_MAX).
 pub const CSF_HEADER_MAJOR_MAX: u8 = 0;
+/// The kernel's firmware directory: the last place the loader searches, and where a firmware
+/// name (e.g. "arm/mali/arch10.8/mali_csffw.bin") belongs when nothing overrides it.
+pub const FIRMWARE_DIR: &str = "/lib/firmware";
 /// The flat file kbase (the vendor driver) loads; panthor never reads it.
 pub const VENDOR_FLAT_PATH: &str = "/lib/firmware/mali_csffw.bin";
 
@@ -95,14 +98,20 @@ pub fn search_dirs(release: Option<&str>, class_path: Option<&str>) -> Vec<Strin
         dirs.push(p.trim_end_matches('/').to_string());
     }
     if let Some(r) = release.filter(|r| valid_component(r)) {
-        dirs.push(format!("/lib/firmware/updates/{r}"));
-        dirs.push("/lib/firmware/updates".to_string());
-        dirs.push(format!("/lib/firmware/{r}"));
+        dirs.push(format!("{FIRMWARE_DIR}/updates/{r}"));
+        dirs.push(format!("{FIRMWARE_DIR}/updates"));
+        dirs.push(format!("{FIRMWARE_DIR}/{r}"));
     } else {
-        dirs.push("/lib/firmware/updates".to_string());
+        dirs.push(format!("{FIRMWARE_DIR}/updates"));
     }
-    dirs.push("/lib/firmware".to_string());
+    dirs.push(FIRMWARE_DIR.to_string());
     dirs
+}
+
+/// Where firmware `name` (relative to the search path) sits in the kernel's firmware directory:
+/// where setup installs it and where the doctor tells a user to put it.
+pub fn standard_path(name: &str) -> String {
+    format!("{FIRMWARE_DIR}/{name}")
 }
 
 /// A release string is used as one path component: refuse anything that could climb out.
@@ -194,5 +203,14 @@ mod tests {
             search_dirs(Some("../x"), Some("/opt/fw/")),
             vec!["/opt/fw", "/lib/firmware/updates", "/lib/firmware"]
         );
+    }
+
+    #[test]
+    fn standard_path_is_in_the_last_search_dir() {
+        let path = standard_path("arm/mali/arch10.8/mali_csffw.bin");
+        assert_eq!(path, "/lib/firmware/arm/mali/arch10.8/mali_csffw.bin");
+        let last = search_dirs(Some("7.0.0"), None).pop().unwrap();
+        assert!(path.starts_with(&format!("{last}/")));
+        assert_eq!(VENDOR_FLAT_PATH, standard_path("mali_csffw.bin"));
     }
 }

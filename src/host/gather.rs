@@ -193,7 +193,7 @@ fn firmware_facts(
     let (wanted_dir, wanted_name) = wanted.rsplit_once('/').unwrap_or(("", wanted));
     let mut other_arch = Vec::new();
     if let Some(mali_dir) = wanted_dir.rsplit_once('/').map(|(d, _)| d) {
-        let base = format!("/lib/firmware/{mali_dir}");
+        let base = firmware::standard_path(mali_dir);
         for arch in root.list_dir(&base).unwrap_or_default() {
             if format!("{mali_dir}/{arch}") == wanted_dir {
                 continue;

@@ -11,8 +11,6 @@ use crate::bootcfg::{armbian, ubootmenu};
 use crate::host::Root;
 use crate::kernelcfg::KernelConfig;
 
-/// Where the kernel firmware lives (the kernel also searches `updates/`, setup installs here).
-pub const FIRMWARE_DIR: &str = "/lib/firmware";
 pub const GROUP_FILE: &str = "/etc/group";
 pub const GSHADOW_FILE: &str = "/etc/gshadow";
 
@@ -130,6 +128,8 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
         })
         .collect();
 
+    // The raw bytes at the exact path setup would replace, not the doctor's decompressed
+    // image from the loader's whole search: setup compares the file it installs byte for byte.
     let hashes = probe
         .firmware_paths
         .iter()

@@ -155,7 +155,7 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
 fn gather(root: &Root, manifest: &Manifest) -> facts::Facts {
     let firmware_paths: Vec<String> = manifest
         .recommended_firmware()
-        .map(|f| format!("{}/{}", facts::FIRMWARE_DIR, f.path))
+        .map(|f| crate::firmware::standard_path(&f.path))
         .into_iter()
         .collect();
     let present_paths = steps::probe_paths(manifest);

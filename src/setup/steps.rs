@@ -1,7 +1,7 @@
 //! One planner per step. Each looks at the facts and returns the actions that bring the system
 //! to the target, or none when it is there already (that is what makes a second plan empty).
 
-use super::facts::{BootLayout, Facts, FIRMWARE_DIR, GROUP_FILE, GSHADOW_FILE};
+use super::facts::{BootLayout, Facts, GROUP_FILE, GSHADOW_FILE};
 use super::plan::{diff, Action, Options, Verify};
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -280,7 +280,7 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
         );
         return Ok(out);
     };
-    let path = format!("{FIRMWARE_DIR}/{}", fw.path);
+    let path = crate::firmware::standard_path(&fw.path);
     let have = ctx.facts.hashes.get(&path).cloned().flatten();
     let known_good = have
         .as_deref()

@@ -4,7 +4,7 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::firmware::{FirmwareFile, VENDOR_FLAT_PATH};
+use crate::firmware::{standard_path, FirmwareFile, FIRMWARE_DIR, VENDOR_FLAT_PATH};
 
 const ID: &str = "firmware";
 
@@ -49,7 +49,7 @@ pub fn check(ctx: &Context) -> Finding {
             "{VENDOR_FLAT_PATH} is kbase's firmware; panthor never loads it"
         ));
     }
-    let right_path = format!("/lib/firmware/{}", fw.wanted);
+    let right_path = standard_path(&fw.wanted);
 
     let Some(found) = &fw.found else {
         if let Some(other) = fw.other_arch.iter().find(|f| f.header.is_some()) {
@@ -80,7 +80,7 @@ pub fn check(ctx: &Context) -> Finding {
             .evidence(ev)
             .fix(fix);
         }
-        return Finding::fail(ID, format!("{} not found under /lib/firmware", fw.wanted))
+        return Finding::fail(ID, format!("{} not found under {FIRMWARE_DIR}", fw.wanted))
             .evidence(ev)
             .fix(ctx.setup("firmware"));
     };
