@@ -14,12 +14,11 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::digest::sha256_file;
+use crate::{error, exit};
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use reqwest::{StatusCode, Url};
-use sha2::{Digest, Sha256};
-
-use crate::{error, exit};
 
 pub mod pip;
 
@@ -542,21 +541,6 @@ pub fn verify_file(what: &str, path: &Path, sha256: &str, size: u64) -> Result<(
         });
     }
     Ok(())
-}
-
-/// Lowercase hex sha256 of a file.
-pub fn sha256_file(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 fn sync_parent(path: &Path) -> io::Result<()> {

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod bootcfg;
 pub mod cli;
+pub mod digest;
 pub mod doctor;
 pub mod error;
 pub mod exit;

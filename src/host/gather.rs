@@ -3,8 +3,6 @@
 
 use std::io::Read;
 
-use sha2::{Digest, Sha256};
-
 use super::env::Env;
 use super::kernel::CONFIG_CAP;
 use super::{devicetree, initramfs, live, sysfs, Root};
@@ -115,10 +113,6 @@ fn kernel_config(root: &Root, release: Option<&str>) -> Option<KernelConfigFacts
     Some(KernelConfigFacts { source, options })
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Read a firmware file, decompressed, with its size, hash and header verdict.
 fn firmware_file(root: &Root, path: &str, compression: Compression) -> FirmwareFile {
     let mut file = FirmwareFile {
@@ -136,7 +130,7 @@ fn firmware_file(root: &Root, path: &str, compression: Compression) -> FirmwareF
     match image {
         Ok(bytes) => {
             file.size = Some(bytes.len() as u64);
-            file.sha256 = Some(sha256_hex(&bytes));
+            file.sha256 = Some(crate::digest::sha256_hex(&bytes));
             match firmware::CsfHeader::parse(&bytes) {
                 Ok(h) => file.header = Some(h),
                 Err(e) => file.error = Some(e.to_string()),

@@ -171,7 +171,7 @@ fn run_action(
         } => {
             let data = fs::read(cached(cache, sha256)?)?;
             // The cache is ours, but check again: what is installed must be what was pinned.
-            if super::journal::sha256_hex(&data) != *sha256 {
+            if crate::digest::sha256_hex(&data) != *sha256 {
                 return Err(error::fail(
                     exit::DOWNLOAD,
                     format!("cached copy of {path} changed since it was verified"),
@@ -442,7 +442,7 @@ fn build_source(
             "source_sha256": s.sha256,
             "patches": series.iter().map(|p| serde_json::json!({
                 "name": p.name,
-                "sha256": super::journal::sha256_hex(&p.data),
+                "sha256": crate::digest::sha256_hex(&p.data),
             })).collect::<Vec<_>>(),
             "options": s.options,
         });

@@ -137,7 +137,7 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
             let hash = root
                 .read_capped(p, 64 << 20)
                 .ok()
-                .map(|d| super::journal::sha256_hex(&d));
+                .map(|d| crate::digest::sha256_hex(&d));
             (p.clone(), hash)
         })
         .collect();

@@ -14,9 +14,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::fsops::{self, Meta};
+use crate::digest::sha256_hex;
 use crate::host::Root;
 use crate::{error, exit};
 
@@ -183,10 +183,6 @@ fn write_error(path: &Path, e: io::Error) -> anyhow::Error {
         exit::PROBLEMS
     };
     error::fail(code, format!("cannot write {}: {e}", path.display()))
-}
-
-pub fn sha256_hex(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
 }
 
 fn new_id() -> String {
