@@ -8,6 +8,9 @@ use crate::host::env::Env;
 
 /// The library every panvk manifest names.
 pub const PANVK_LIBRARY: &str = "libvulkan_panfrost.so";
+/// The variable whose manifest list replaces the loader's search (what setup sets, and what
+/// the doctor advises when several panvk manifests load).
+pub const DRIVER_FILES_VAR: &str = "VK_DRIVER_FILES";
 
 /// Where the loader takes its manifest list from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +44,7 @@ pub fn search_path(env: &Env) -> SearchPath {
         .get("VK_ADD_DRIVER_FILES")
         .map(split)
         .unwrap_or_default();
-    for var in ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"] {
+    for var in [DRIVER_FILES_VAR, "VK_ICD_FILENAMES"] {
         if let Some(v) = env.get(var) {
             let mut entries = added.clone();
             entries.extend(split(v));

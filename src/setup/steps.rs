@@ -6,6 +6,7 @@ use super::plan::{diff, Action, Options, Verify};
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
 use crate::cli::MesaFrom;
+use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
 use crate::{error, exit};
 
@@ -446,7 +447,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
 pub fn icd_json(prefix: &str) -> String {
     // The loader reads library_path; api_version is informational for it (Mesa 26 panvk: 1.4).
     format!(
-        "{{\n    \"ICD\": {{\n        \"api_version\": \"1.4.335\",\n        \"library_arch\": \"64\",\n        \"library_path\": \"{prefix}/lib/libvulkan_panfrost.so\"\n    }},\n    \"file_format_version\": \"1.0.1\"\n}}\n"
+        "{{\n    \"ICD\": {{\n        \"api_version\": \"1.4.335\",\n        \"library_arch\": \"64\",\n        \"library_path\": \"{prefix}/lib/{PANVK_LIBRARY}\"\n    }},\n    \"file_format_version\": \"1.0.1\"\n}}\n"
     )
 }
 
@@ -471,17 +472,18 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     out.actions.extend(write(
         ENVIRONMENT_D_FILE,
         f.file(ENVIRONMENT_D_FILE),
-        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\nVK_DRIVER_FILES={ICD_FILE}\n"),
+        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\n{DRIVER_FILES_VAR}={ICD_FILE}\n"),
         0o644,
     ));
     out.actions.extend(write(
         PROFILE_D_FILE,
         f.file(PROFILE_D_FILE),
-        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\nexport VK_DRIVER_FILES={ICD_FILE}\n"),
+        format!("# Written by rvl setup: Vulkan apps use rvl's panvk, not the distro's panfrost ICD.\nexport {DRIVER_FILES_VAR}={ICD_FILE}\n"),
         0o644,
     ));
-    out.summary =
-        format!("register rvl's panvk ({ICD_FILE}) and make the loader pick it (VK_DRIVER_FILES)");
+    out.summary = format!(
+        "register rvl's panvk ({ICD_FILE}) and make the loader pick it ({DRIVER_FILES_VAR})"
+    );
     Ok(out)
 }
 
@@ -608,5 +610,14 @@ mod tests {
             j["ICD"]["library_path"],
             "/opt/rvl/mesa-1-rvl1/lib/libvulkan_panfrost.so"
         );
+    }
+
+    #[test]
+    fn the_doctor_reads_setups_icd_as_panvk_where_the_loader_looks() {
+        let parsed = crate::icd::parse_manifest(&icd_json("/opt/rvl/mesa-1-rvl1")).unwrap();
+        assert!(crate::icd::is_panvk(&parsed.library_path));
+        let (dir, _) = ICD_FILE.rsplit_once('/').unwrap();
+        let search = crate::icd::search_path(&crate::host::env::Env::default());
+        assert!(search.entries.iter().any(|e| e == dir), "{search:?}");
     }
 }

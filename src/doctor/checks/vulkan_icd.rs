@@ -3,7 +3,7 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::icd::{self, SearchMode, PANVK_LIBRARY};
+use crate::icd::{self, SearchMode, DRIVER_FILES_VAR, PANVK_LIBRARY};
 
 const ID: &str = "vulkan-icd";
 
@@ -102,7 +102,7 @@ pub fn check(ctx: &Context) -> Finding {
         )
         .evidence(ev)
         .fix(format!(
-            "keep one: export VK_DRIVER_FILES={} or remove the others ({})",
+            "keep one: export {DRIVER_FILES_VAR}={} or remove the others ({})",
             paths[0],
             ctx.setup("icd")
         ));
