@@ -10,29 +10,18 @@ use super::target::Target;
 use crate::bootcfg::{armbian, ubootmenu};
 use crate::host::Root;
 use crate::kernelcfg::KernelConfig;
+use crate::profile::BootLayout;
 
 pub const GROUP_FILE: &str = "/etc/group";
 pub const GSHADOW_FILE: &str = "/etc/gshadow";
-
-/// How this image chooses its kernel.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BootLayout {
-    /// Debian u-boot-menu generates extlinux.conf (Radxa, ubuntu-rockchip).
-    UbootMenu,
-    /// extlinux.conf written by hand (no generator).
-    Extlinux,
-    /// Armbian: boot.scr + armbianEnv.txt + /boot/Image links.
-    Armbian,
-    Unknown,
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Facts {
     pub running_kernel: Option<String>,
     /// Releases with an image in /boot, highest first.
     pub installed_kernels: Vec<String>,
-    pub layout: BootLayout,
+    /// How this image chooses its kernel; None when setup cannot tell.
+    pub layout: Option<BootLayout>,
     /// u-boot-menu's merged settings, when it is installed.
     pub menu: Option<ubootmenu::UbootMenu>,
     /// Text of every file the planner may read or edit (None: absent or unreadable).
@@ -84,16 +73,17 @@ pub struct Probe<'a> {
 pub fn gather(root: &Root, probe: &Probe) -> Facts {
     let running_kernel = crate::host::kernel::running_release(root);
     let installed_kernels = ubootmenu::installed_kernels(root);
+    // The profile names a board's usual layout; what is on the image wins.
     let layout = if root.exists(armbian::ARMBIAN_ENV) {
-        BootLayout::Armbian
+        Some(BootLayout::Armbian)
     } else if ubootmenu::UbootMenu::installed(root) {
-        BootLayout::UbootMenu
+        Some(BootLayout::UBootMenu)
     } else if root.exists(ubootmenu::EXTLINUX_CONF) {
-        BootLayout::Extlinux
+        Some(BootLayout::Extlinux)
     } else {
-        BootLayout::Unknown
+        None
     };
-    let menu = (layout == BootLayout::UbootMenu).then(|| ubootmenu::UbootMenu::read(root));
+    let menu = (layout == Some(BootLayout::UBootMenu)).then(|| ubootmenu::UbootMenu::read(root));
 
     let mut text_paths: Vec<String> = [
         ubootmenu::RVL_CONF,

@@ -1,13 +1,14 @@
 //! One planner per step. Each looks at the facts and returns the actions that bring the system
 //! to the target, or none when it is there already (that is what makes a second plan empty).
 
-use super::facts::{BootLayout, Facts, GROUP_FILE, GSHADOW_FILE};
+use super::facts::{Facts, GROUP_FILE, GSHADOW_FILE};
 use super::plan::{diff, Action, Options, Verify};
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
 use crate::cli::MesaFrom;
 use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
+use crate::profile::BootLayout;
 use crate::{error, exit};
 
 /// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
@@ -89,16 +90,16 @@ fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
 /// The release the boot configuration starts by default now.
 pub fn default_release(facts: &Facts) -> Option<String> {
     match facts.layout {
-        BootLayout::UbootMenu | BootLayout::Extlinux => facts
+        Some(BootLayout::UBootMenu) | Some(BootLayout::Extlinux) => facts
             .file(ubootmenu::EXTLINUX_CONF)
             .map(Extlinux::parse)
             .and_then(|e| e.default_entry().and_then(|d| d.kernel_release())),
-        BootLayout::Armbian => facts
+        Some(BootLayout::Armbian) => facts
             .link("/boot/Image")
             .and_then(|t| t.rsplit('/').next())
             .and_then(|n| n.strip_prefix("vmlinuz-"))
             .map(str::to_string),
-        BootLayout::Unknown => None,
+        None => None,
     }
 }
 
@@ -124,7 +125,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     let boots_target = current.as_deref() == Some(release);
     match facts.layout {
-        BootLayout::UbootMenu => {
+        Some(BootLayout::UBootMenu) => {
             let label = ubootmenu::label_for_release(&facts.installed_kernels, release)
                 .expect("the wanted kernel is one of the installed ones");
             let conf = rvl_conf_text(release, &label);
@@ -151,7 +152,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 }),
             });
         }
-        BootLayout::Extlinux => {
+        Some(BootLayout::Extlinux) => {
             if boots_target {
                 return Ok(out);
             }
@@ -174,7 +175,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             out.actions
                 .extend(write(ubootmenu::EXTLINUX_CONF, Some(text), e.render(), 0o644));
         }
-        BootLayout::Armbian => {
+        Some(BootLayout::Armbian) => {
             // Armbian boots whatever /boot/Image, /boot/uInitrd and /boot/dtb point at.
             for (link, file) in [
                 ("/boot/Image", format!("vmlinuz-{release}")),
@@ -197,7 +198,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 }
             }
         }
-        BootLayout::Unknown => {
+        None => {
             return Err(error::fail(
                 exit::UNSUPPORTED,
                 "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
@@ -236,7 +237,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
         format!("gpu-overlay: the {} profile names no {what} overlay; enable panthor for {after} by hand", ctx.target.board)
     };
     match facts.layout {
-        BootLayout::Armbian => match &ctx.target.armbian_panthor_overlay {
+        Some(BootLayout::Armbian) => match &ctx.target.armbian_panthor_overlay {
             Some(overlay) => {
                 let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
                 let mut env = armbian::ArmbianEnv::parse(old);
@@ -247,7 +248,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
             None => out.notes.push(missing("Armbian panthor")),
         },
-        BootLayout::UbootMenu => match &ctx.target.radxa_kbase_overlay {
+        Some(BootLayout::UBootMenu) => match &ctx.target.radxa_kbase_overlay {
             Some(overlay) => {
                 let dtbo = format!("/boot/dtbo/{overlay}.dtbo");
                 if facts.is_present(&dtbo) {
