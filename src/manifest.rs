@@ -215,6 +215,14 @@ impl Manifest {
         Self::parse(BUILTIN, BUILTIN_NAME).expect("the built-in manifest is valid (tested)")
     }
 
+    /// The manifest `--manifest FILE` names, or the built-in one.
+    pub fn load_or_builtin(path: Option<&Path>) -> anyhow::Result<Self> {
+        match path {
+            Some(p) => Self::load(p),
+            None => Ok(Self::builtin()),
+        }
+    }
+
     /// Load a manifest file. Errors name the file and line and exit with `BAD_INPUT`.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {

@@ -23,17 +23,8 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
     }
     let selected = select_checks(&args.only)?;
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
-    let manifest = match &args.manifest {
-        Some(path) => Manifest::load(path)?,
-        None => Manifest::builtin(),
-    };
-    let root = Root::new(&args.system.root);
-    if !root.is_dir("/") {
-        return Err(error::fail(
-            exit::USAGE,
-            format!("--root {}: not a directory", args.system.root.display()),
-        ));
-    }
+    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+    let root = Root::open_dir(&args.system.root)?;
     let dt = host::devicetree::read(&root);
     let chosen = profiles.choose(
         args.system.board.as_deref(),

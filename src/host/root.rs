@@ -31,6 +31,18 @@ impl Root {
         Root { base, live }
     }
 
+    /// The root `--root DIR` names; a DIR that is not a directory is a usage error naming it.
+    pub fn open_dir(base: impl Into<PathBuf>) -> anyhow::Result<Self> {
+        let root = Root::new(base);
+        if !root.base().is_dir() {
+            return Err(crate::error::fail(
+                crate::exit::USAGE,
+                format!("--root {}: not a directory", root.base().display()),
+            ));
+        }
+        Ok(root)
+    }
+
     /// The running system ("/").
     pub fn system() -> Self {
         Root::new("/")
@@ -345,6 +357,22 @@ mod tests {
         assert!(status.success());
         assert!(root.read("/fifo").is_err());
         assert!(root.read("/sys").is_err());
+    }
+
+    #[test]
+    fn open_dir_refuses_a_file_or_nothing_with_a_usage_error() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(Root::open_dir(d.path()).is_ok());
+        let file = d.path().join("f");
+        fs::write(&file, b"").unwrap();
+        for bad in [file, d.path().join("missing")] {
+            let err = Root::open_dir(&bad).unwrap_err();
+            assert_eq!(crate::error::exit_code_of(&err), crate::exit::USAGE);
+            assert_eq!(
+                err.to_string(),
+                format!("--root {}: not a directory", bad.display())
+            );
+        }
     }
 
     #[test]

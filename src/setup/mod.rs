@@ -29,13 +29,7 @@ use crate::profile::Profiles;
 use crate::{cli, error, exit, fetch};
 
 pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
-    let root = Root::new(&args.system.root);
-    if !root.base().is_dir() {
-        return Err(error::fail(
-            exit::USAGE,
-            format!("--root {}: not a directory", root.base().display()),
-        ));
-    }
+    let root = Root::open_dir(&args.system.root)?;
     if args.status {
         return status(&root, args.json);
     }
@@ -45,10 +39,7 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     plan::check_only(&args.only)?;
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
-    let manifest = match &args.manifest {
-        Some(path) => Manifest::load(path)?,
-        None => Manifest::builtin(),
-    };
+    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
     let opts = plan::Options {
         only: args.only.clone(),
         mesa_from: args.mesa_from,
