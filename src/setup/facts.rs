@@ -1,6 +1,11 @@
 //! The facts the planner needs, read through the root in one place. The planner is a pure
-//! function of these, the target, the manifest and the options; when the shared inventory
-//! (`inventory.rs`) lands, this gathering is the one thing that changes.
+//! function of these, the target, the manifest and the options.
+//!
+//! This is not the doctor's [`crate::inventory::Inventory`] on purpose: the planner needs the
+//! whole text of every file it may edit (to diff and rewrite it), link targets as written, the
+//! hash of the raw file at the path it installs to, and the configs of the *installed* kernels;
+//! the inventory keeps parsed summaries of the running system. The readers they share
+//! (kernel release, boot configs, device tree, installed kernels) live in `host` and `bootcfg`.
 
 use std::collections::BTreeMap;
 
