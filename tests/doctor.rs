@@ -1,7 +1,7 @@
 //! `rvl doctor` end to end: the built binary on the fake roots in tests/fixtures/roots/.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
@@ -24,23 +24,23 @@ fn doctor(args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-fn doctor_json(root: &str, extra: &[&str]) -> (Value, i32) {
-    let root = fixture(root);
-    let manifest = stub_manifest();
-    let mut args = vec![
-        "--root",
-        root.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--manifest",
-        manifest.to_str().unwrap(),
-    ];
+/// `rvl doctor --root ROOT --no-vulkan --json EXTRA...`: the JSON document and the exit status.
+fn doctor_json_at(root: &Path, extra: &[&str]) -> (Value, i32) {
+    let mut args = vec!["--root", root.to_str().unwrap(), "--no-vulkan", "--json"];
     args.extend_from_slice(extra);
     let out = doctor(&args);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let doc: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not only JSON ({e}):\n{stdout}"));
     (doc, out.status.code().unwrap())
+}
+
+/// The same on a fixture root, with the stub manifest.
+fn doctor_json(root: &str, extra: &[&str]) -> (Value, i32) {
+    let manifest = stub_manifest();
+    let mut args = vec!["--manifest", manifest.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    doctor_json_at(&fixture(root), &args)
 }
 
 fn statuses(doc: &Value) -> BTreeMap<String, String> {
@@ -64,6 +64,10 @@ fn check<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .iter()
         .find(|c| c["id"] == id)
         .unwrap()
+}
+
+fn summary(doc: &Value, id: &str) -> String {
+    check(doc, id)["summary"].as_str().unwrap().to_string()
 }
 
 fn fix(doc: &Value, id: &str) -> String {
@@ -136,7 +140,7 @@ fn boltzmann_mainline_is_healthy() {
         ],
     );
     assert_eq!(code, 0);
-    let fw = check(&doc, "firmware")["summary"].as_str().unwrap();
+    let fw = summary(&doc, "firmware");
     assert!(
         fw.contains("2026 LTS") && fw.contains("interface v1.5.0"),
         "{fw}"
@@ -158,14 +162,8 @@ fn boltzmann_vendor_kernel_with_kbase() {
         ],
     );
     assert_eq!(code, 1);
-    assert!(check(&doc, "gpu-driver")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("kbase"));
-    assert!(check(&doc, "boot-default")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("6.1.75-npu-port (extlinux label l1)"));
+    assert!(summary(&doc, "gpu-driver").contains("kbase"));
+    assert!(summary(&doc, "boot-default").contains("6.1.75-npu-port (extlinux label l1)"));
     // Armbian-style DT (gpu-panthor@ disabled) on a u-boot-menu system: the overlay goes into
     // u-boot-menu's configuration; and the mainline route.
     let gpu_fix = fix(&doc, "gpu-driver");
@@ -192,10 +190,7 @@ fn ampere_gpu_node_disabled() {
         ],
     );
     assert_eq!(code, 1);
-    assert!(check(&doc, "gpu-driver")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("/gpu@fb000000 is disabled"));
+    assert!(summary(&doc, "gpu-driver").contains("/gpu@fb000000 is disabled"));
     assert!(fix(&doc, "gpu-driver").contains("--board ampere --only gpu-overlay"));
     insta::assert_json_snapshot!("ampere-gpu-disabled", findings(&doc));
 }
@@ -212,10 +207,7 @@ fn panthor_probe_failed_for_missing_firmware() {
         ],
     );
     assert_eq!(code, 1);
-    assert!(check(&doc, "gpu-driver")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("firmware"));
+    assert!(summary(&doc, "gpu-driver").contains("firmware"));
     assert!(fix(&doc, "firmware").contains("--only firmware"));
     insta::assert_json_snapshot!("panthor-missing-firmware", findings(&doc));
 }
@@ -225,14 +217,11 @@ fn firmware_only_in_the_wrong_arch_directory() {
     let (doc, code) = doctor_json("firmware-wrong-arch", &[]);
     expect(&doc, &[("board", "pass"), ("firmware", "fail")]);
     assert_eq!(code, 1);
-    let summary = check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(summary.contains("arch10.10"), "{summary}");
+    let text = summary(&doc, "firmware");
+    assert!(text.contains("arch10.10"), "{text}");
     assert!(
-        summary.contains("/lib/firmware/arm/mali/arch10.8/mali_csffw.bin"),
-        "{summary}"
+        text.contains("/lib/firmware/arm/mali/arch10.8/mali_csffw.bin"),
+        "{text}"
     );
     insta::assert_json_snapshot!("firmware-wrong-arch", findings(&doc));
 }
@@ -254,10 +243,7 @@ fn radxa_bsp_layout_names_the_radxa_overlay() {
     let (doc, code) = doctor_json("radxa-bsp-kbase", &[]);
     expect(&doc, &[("kernel", "fail"), ("gpu-driver", "fail")]);
     assert_eq!(code, 1);
-    assert!(check(&doc, "gpu-driver")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("fb000000.gpu-mali"));
+    assert!(summary(&doc, "gpu-driver").contains("fb000000.gpu-mali"));
     assert!(fix(&doc, "gpu-driver").contains("rk3588-mali-enable"));
     insta::assert_json_snapshot!("radxa-bsp-kbase", findings(&doc));
 }
@@ -267,10 +253,7 @@ fn x86_host_is_reported_not_crashed() {
     let (doc, code) = doctor_json("x86-host", &[]);
     assert_eq!(code, 1);
     assert_eq!(doc["board"]["id"], Value::Null);
-    assert!(check(&doc, "board")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("no device tree"));
+    assert!(summary(&doc, "board").contains("no device tree"));
     let s = statuses(&doc);
     assert!(
         s.iter()
@@ -337,9 +320,8 @@ fn fifo_and_unreadable_files_do_not_hang_or_panic() {
     let cfg = r.join("boot/config-x");
     std::fs::write(&cfg, "CONFIG_DRM_PANTHOR=y\n").unwrap();
     std::fs::set_permissions(&cfg, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-    let out = doctor(&["--root", r.to_str().unwrap(), "--no-vulkan", "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, code) = doctor_json_at(r, &[]);
+    assert_eq!(code, 1);
     assert_eq!(doc["board"]["id"], "boltzmann");
 }
 
@@ -472,15 +454,7 @@ fn profiles_dir_replaces_the_builtin_set() {
     )
     .unwrap();
     let root = fixture("boltzmann-mainline");
-    let out = doctor(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--profiles",
-        dir.path().to_str().unwrap(),
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, _) = doctor_json_at(&root, &["--profiles", dir.path().to_str().unwrap()]);
     assert_eq!(doc["board"]["id"], "my-itx");
 }
 
@@ -506,19 +480,14 @@ fn builtin_panthor_needs_its_firmware_in_the_initramfs() {
     );
     expect(&doc, &[("kernel", "pass"), ("firmware", "fail")]);
     assert_eq!(code, 1);
-    assert!(check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("initramfs"));
+    assert!(summary(&doc, "firmware").contains("initramfs"));
     assert!(fix(&doc, "firmware").contains("update-initramfs -u -k 7.0.0-rc3-marfrit-A1"));
 
     // zstd firmware under updates/, carried by an xz-compressed initramfs.
     let (doc, code) = doctor_json("builtin-panthor-initramfs-ok", &["--only", "firmware"]);
     expect(&doc, &[("firmware", "pass")]);
     assert_eq!(code, 0);
-    assert!(check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
+    assert!(summary(&doc, "firmware")
         .contains("/lib/firmware/updates/arm/mali/arch10.8/mali_csffw.bin.zst"));
 }
 
@@ -531,20 +500,9 @@ fn compressed_firmware_needs_loader_support() {
         .unwrap()
         .replace("CONFIG_FW_LOADER_COMPRESS_ZSTD=y\n", "");
     std::fs::write(&cfg, text).unwrap();
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "firmware",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("CONFIG_FW_LOADER_COMPRESS_ZSTD"));
+    let (doc, code) = doctor_json_at(&r, &["--only", "firmware"]);
+    assert_eq!(code, 1);
+    assert!(summary(&doc, "firmware").contains("CONFIG_FW_LOADER_COMPRESS_ZSTD"));
 }
 
 #[test]
@@ -560,15 +518,7 @@ fn uncompressed_firmware_wins_over_updates_zst() {
         plain.join("mali_csffw.bin"),
     )
     .unwrap();
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "firmware",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, _) = doctor_json_at(&r, &["--only", "firmware"]);
     assert_eq!(
         doc["inventory"]["firmware"]["found"]["path"],
         "/lib/firmware/arm/mali/arch10.8/mali_csffw.bin"
@@ -612,10 +562,7 @@ fn vk_driver_files_override_is_honoured() {
         ]);
     let doc: Value = serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap();
     expect(&doc, &[("vulkan-icd", "fail")]);
-    assert!(check(&doc, "vulkan-icd")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("VK_ICD_FILENAMES"));
+    assert!(summary(&doc, "vulkan-icd").contains("VK_ICD_FILENAMES"));
 }
 
 /// On the running machine (root "/") the vulkan-device check loads the real loader. CI has
@@ -653,21 +600,10 @@ fn live_vulkan_probe_reports_devices_without_panvk() {
 #[test]
 fn unknown_firmware_build_is_a_warning_with_the_builtin_manifest() {
     let root = fixture("boltzmann-mainline");
-    let out = doctor(&[
-        "--root",
-        root.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "firmware",
-    ]);
-    assert_eq!(out.status.code(), Some(0));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, code) = doctor_json_at(&root, &["--only", "firmware"]);
+    assert_eq!(code, 0);
     expect(&doc, &[("firmware", "warn")]);
-    assert!(check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("not a release rvl knows"));
+    assert!(summary(&doc, "firmware").contains("not a release rvl knows"));
 }
 
 #[test]
@@ -681,34 +617,16 @@ fn vendor_blob_at_the_panthor_path_fails() {
     )
     .unwrap();
     let m = stub_manifest();
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "firmware",
-        "--manifest",
-        m.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(check(&doc, "firmware")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("not a panthor firmware"));
+    let (doc, code) = doctor_json_at(
+        &r,
+        &["--only", "firmware", "--manifest", m.to_str().unwrap()],
+    );
+    assert_eq!(code, 1);
+    assert!(summary(&doc, "firmware").contains("not a panthor firmware"));
 }
 
-fn boot_default(r: &std::path::Path) -> Value {
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "boot-default",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+fn boot_default(r: &Path) -> Value {
+    let (doc, _) = doctor_json_at(r, &["--only", "boot-default"]);
     check(&doc, "boot-default").clone()
 }
 
@@ -816,15 +734,7 @@ fn armbian_vendor_layout_gets_the_armbian_env_fix() {
         "overlay_prefix=rockchip-rk3588\noverlays=\n",
     )
     .unwrap();
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "gpu-driver",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, _) = doctor_json_at(&r, &["--only", "gpu-driver"]);
     let f = fix(&doc, "gpu-driver");
     assert!(
         f.starts_with("add panthor-gpu to overlays= in /boot/armbianEnv.txt"),
@@ -838,28 +748,16 @@ fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
     let r = dir.path().join("r");
     let compat = r.join("sys/firmware/devicetree/base/compatible");
     std::fs::write(&compat, b"friendlyarm,nanopi-r6s\0rockchip,rk3588s\0").unwrap();
-    let out = doctor(&[
-        "--root",
-        r.to_str().unwrap(),
-        "--no-vulkan",
-        "--json",
-        "--only",
-        "board",
-    ]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, code) = doctor_json_at(&r, &["--only", "board"]);
     assert_eq!(doc["board"]["id"], "generic-rk3588");
     expect(&doc, &[("board", "warn")]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(code, 0);
 
     std::fs::write(&compat, b"raspberrypi,4-model-b\0brcm,bcm2711\0").unwrap();
-    let out = doctor(&["--root", r.to_str().unwrap(), "--no-vulkan", "--json"]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, code) = doctor_json_at(&r, &[]);
     assert_eq!(doc["board"]["id"], Value::Null);
-    assert!(check(&doc, "board")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("not an RK3588 board"));
-    assert_eq!(out.status.code(), Some(1));
+    assert!(summary(&doc, "board").contains("not an RK3588 board"));
+    assert_eq!(code, 1);
 }
 
 #[test]
@@ -924,14 +822,8 @@ fn armbian_bsp_panthor_device_is_found_by_compatible() {
         ],
     );
     assert_eq!(code, 0);
-    assert!(check(&doc, "gpu-driver")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("fb000000.gpu-panthor"));
+    assert!(summary(&doc, "gpu-driver").contains("fb000000.gpu-panthor"));
     // renderD128 is the display controller; panthor's node is renderD129.
-    assert!(check(&doc, "render-node")["summary"]
-        .as_str()
-        .unwrap()
-        .contains("/dev/dri/renderD129"));
+    assert!(summary(&doc, "render-node").contains("/dev/dri/renderD129"));
     insta::assert_json_snapshot!("armbian-vendor-panthor", findings(&doc));
 }
