@@ -84,6 +84,16 @@ mod tests {
             .to_string()
             .contains(&format!("pid {}", std::process::id())));
         drop(first);
-        Lock::acquire(&root).unwrap();
+        // Another test thread spawning a process at that moment shares the lock's open file
+        // until its child execs (close-on-exec): give such a child a moment, then insist.
+        let mut again = Lock::acquire(&root);
+        for _ in 0..50 {
+            if again.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            again = Lock::acquire(&root);
+        }
+        again.unwrap();
     }
 }
