@@ -32,18 +32,9 @@ pub fn kernel_kind(inv: &Inventory, profile: Option<&Profile>) -> KernelKind {
             .modules
             .iter()
             .any(|m| KBASE_MODULES.contains(&m.as_str()));
-    let vendor_release = profile
-        .and_then(|p| p.kernel.vendor.as_ref())
-        .is_some_and(|v| v.release == release);
-    let min = profile
-        .and_then(|p| KernelVersion::parse(&p.kernel.min_mainline))
-        .unwrap_or(KernelVersion {
-            major: 6,
-            minor: 10,
-            patch: 0,
-        });
+    let vendor_release = is_known_vendor_release(release, profile);
     let version = KernelVersion::parse(release);
-    let old = version.is_some_and(|v| v < min);
+    let old = version.is_some_and(|v| v < min_mainline(profile));
     // Vendor markers only count below the panthor cut-off: Armbian names its mainline kernels
     // "6.16.8-edge-rockchip64", while every Rockchip BSP is 5.10 or 6.1.
     if kbase || vendor_release || (old && kernelcfg::looks_like_vendor_release(release)) {
@@ -194,15 +185,24 @@ pub fn check(ctx: &Context) -> Finding {
 /// Whether a kernel release (not necessarily the running one) is a panthor-capable mainline
 /// kernel for this board: at least the profile's minimum and not its known vendor kernel.
 pub fn release_is_mainline(release: &str, profile: Option<&Profile>) -> bool {
-    let min = profile
+    !is_known_vendor_release(release, profile)
+        && KernelVersion::parse(release).is_some_and(|v| v >= min_mainline(profile))
+}
+
+/// The oldest mainline version with panthor: the profile's, else 6.10 (panthor's first).
+fn min_mainline(profile: Option<&Profile>) -> KernelVersion {
+    profile
         .and_then(|p| KernelVersion::parse(&p.kernel.min_mainline))
         .unwrap_or(KernelVersion {
             major: 6,
             minor: 10,
             patch: 0,
-        });
-    let vendor = profile
+        })
+}
+
+/// The vendor kernel the profile knows for this board.
+fn is_known_vendor_release(release: &str, profile: Option<&Profile>) -> bool {
+    profile
         .and_then(|p| p.kernel.vendor.as_ref())
-        .is_some_and(|v| v.release == release);
-    !vendor && KernelVersion::parse(release).is_some_and(|v| v >= min)
+        .is_some_and(|v| v.release == release)
 }
