@@ -71,7 +71,10 @@ impl Target {
     }
 
     /// A vendor (kbase) kernel: the profile's vendor release, or anything older than the
-    /// first mainline release with panthor.
+    /// first mainline release with panthor. Ordered like `linux-version sort` (what
+    /// u-boot-update numbers its labels by); the doctor's `release_is_mainline` compares x.y.z
+    /// instead. They agree on real `uname -r` strings (tested below), so a kernel setup boots is
+    /// one the doctor calls mainline.
     pub fn is_vendor_kernel(&self, release: &str) -> bool {
         self.vendor_release.as_deref() == Some(release)
             || compare_releases(release, &self.min_mainline).is_lt()
@@ -136,6 +139,32 @@ mod tests {
         assert!(t.is_vendor_kernel("6.1.84-8-rk2410"));
         assert!(!t.is_vendor_kernel("7.0.0-rc3-marfrit-A1"));
         assert!(!t.is_vendor_kernel("6.12.1"));
+    }
+
+    #[test]
+    fn setup_and_the_doctor_agree_on_which_releases_are_vendor_kernels() {
+        let profiles = Profiles::builtin().unwrap();
+        for board in ["boltzmann", "ampere", "rock-5b", "generic-rk3588"] {
+            let profile = profiles.by_id(board).unwrap();
+            let t = Target::from_profile(profile);
+            for release in [
+                "6.1.75-npu-port",
+                "6.1.84-8-rk2410",
+                "6.1.0-1025-rockchip",
+                "6.9.12",
+                "6.10.0-rc1",
+                "6.10.0",
+                "6.12.1",
+                "6.16.8-edge-rockchip64",
+                "7.0.0-rc3-marfrit-A1",
+            ] {
+                assert_eq!(
+                    t.is_vendor_kernel(release),
+                    !crate::doctor::checks::kernel::release_is_mainline(release, Some(profile)),
+                    "{board}: {release}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod board;
 mod boot;
 mod firmware;
 mod gpu_driver;
-mod kernel;
+pub(crate) mod kernel;
 mod render_node;
 mod vulkan_device;
 mod vulkan_icd;
