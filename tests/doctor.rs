@@ -17,22 +17,35 @@ fn stub_manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stub-manifest.yaml")
 }
 
-/// Run `rvl doctor` with a clean environment (no VK_*, XDG_*, HOME from the developer's shell).
-fn doctor(args: &[&str]) -> Output {
+/// Run `rvl doctor` with a clean environment (no VK_*, XDG_*, HOME from the developer's shell)
+/// plus `env`.
+fn doctor_with_env(env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
-    cmd.env_clear().arg("doctor").args(args);
+    cmd.env_clear()
+        .envs(env.iter().copied())
+        .arg("doctor")
+        .args(args);
     cmd.output().unwrap()
 }
 
-/// `rvl doctor --root ROOT --no-vulkan --json EXTRA...`: the JSON document and the exit status.
-fn doctor_json_at(root: &Path, extra: &[&str]) -> (Value, i32) {
+fn doctor(args: &[&str]) -> Output {
+    doctor_with_env(&[], args)
+}
+
+/// `rvl doctor --root ROOT --no-vulkan --json EXTRA...` with `env`: the JSON document and the
+/// exit status.
+fn doctor_json_env(root: &Path, env: &[(&str, &str)], extra: &[&str]) -> (Value, i32) {
     let mut args = vec!["--root", root.to_str().unwrap(), "--no-vulkan", "--json"];
     args.extend_from_slice(extra);
-    let out = doctor(&args);
+    let out = doctor_with_env(env, &args);
     let stdout = String::from_utf8(out.stdout).unwrap();
     let doc: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not only JSON ({e}):\n{stdout}"));
     (doc, out.status.code().unwrap())
+}
+
+fn doctor_json_at(root: &Path, extra: &[&str]) -> (Value, i32) {
+    doctor_json_env(root, &[], extra)
 }
 
 /// The same on a fixture root, with the stub manifest.
@@ -528,39 +541,22 @@ fn uncompressed_firmware_wins_over_updates_zst() {
 #[test]
 fn vk_driver_files_override_is_honoured() {
     let root = fixture("duplicate-icds");
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
-    cmd.env_clear()
-        .env(
+    let (doc, code) = doctor_json_env(
+        &root,
+        &[(
             "VK_DRIVER_FILES",
             "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json",
-        )
-        .args([
-            "doctor",
-            "--root",
-            root.to_str().unwrap(),
-            "--no-vulkan",
-            "--json",
-            "--only",
-            "vulkan-icd",
-        ]);
-    let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        )],
+        &["--only", "vulkan-icd"],
+    );
+    assert_eq!(code, 0);
     expect(&doc, &[("vulkan-icd", "pass")]);
 
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
-    cmd.env_clear()
-        .env("VK_ICD_FILENAMES", "/nowhere/lvp.json")
-        .args([
-            "doctor",
-            "--root",
-            root.to_str().unwrap(),
-            "--no-vulkan",
-            "--json",
-            "--only",
-            "vulkan-icd",
-        ]);
-    let doc: Value = serde_json::from_slice(&cmd.output().unwrap().stdout).unwrap();
+    let (doc, _) = doctor_json_env(
+        &root,
+        &[("VK_ICD_FILENAMES", "/nowhere/lvp.json")],
+        &["--only", "vulkan-icd"],
+    );
     expect(&doc, &[("vulkan-icd", "fail")]);
     assert!(summary(&doc, "vulkan-icd").contains("VK_ICD_FILENAMES"));
 }
@@ -762,22 +758,12 @@ fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
 
 #[test]
 fn loader_driver_filters_can_hide_panvk() {
-    let root = fixture("boltzmann-mainline");
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("rvl");
-    cmd.env_clear()
-        .env("VK_LOADER_DRIVERS_DISABLE", "*panfrost*")
-        .args([
-            "doctor",
-            "--root",
-            root.to_str().unwrap(),
-            "--no-vulkan",
-            "--json",
-            "--only",
-            "vulkan-icd",
-        ]);
-    let out = cmd.output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (doc, code) = doctor_json_env(
+        &fixture("boltzmann-mainline"),
+        &[("VK_LOADER_DRIVERS_DISABLE", "*panfrost*")],
+        &["--only", "vulkan-icd"],
+    );
+    assert_eq!(code, 1);
     let c = check(&doc, "vulkan-icd");
     assert!(c["summary"].as_str().unwrap().contains("hidden"), "{c:#}");
     assert!(
