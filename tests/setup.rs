@@ -342,7 +342,7 @@ fn unknown_board_and_unknown_step_are_clear_errors() {
     rvl(&root, &a.manifest)
         .args(["--board", "rock5b", "--dry-run"])
         .assert()
-        .code(5)
+        .code(2)
         .stderr(predicate::str::contains("no board profile `rock5b`"));
     rvl(&root, &a.manifest)
         .args(["--board", "boltzmann", "--only", "kernal", "--dry-run"])

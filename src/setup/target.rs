@@ -99,8 +99,9 @@ pub fn choose(
                 profiles.known_ids()
             ),
         )),
+        // A --board value that names no profile is a usage error, as in `rvl doctor`.
         Err(unknown) => Err(error::fail(
-            exit::UNSUPPORTED,
+            exit::USAGE,
             format!(
                 "no board profile `{}` (known: {})",
                 unknown.id, unknown.known
