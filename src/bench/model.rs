@@ -15,6 +15,15 @@ pub struct Model {
 }
 
 pub const PRESETS: &[Model] = &[
+    // A toy shape for checking the bench itself in seconds (CI runs it on lavapipe).
+    Model {
+        name: "tiny",
+        hidden: 64,
+        ffn: 160,
+        layers: 2,
+        heads: 4,
+        kv_heads: 2,
+    },
     Model {
         name: "qwen2.5-1.5b",
         hidden: 1536,
