@@ -256,6 +256,49 @@ pub fn catalogue() -> Vec<KernelSpec> {
     ]
 }
 
+/// Extra shared-memory tile shapes to try, for tuning on a new GPU without a rebuild:
+/// `RVL_BENCH_TILES=BMxBNxBKxTMxTN[,...]` (e.g. `128x128x16x8x8`). Each must keep the tiled
+/// kernel's contract (see gemm_tiled.comp).
+pub const TILES_ENV: &str = "RVL_BENCH_TILES";
+
+pub fn parse_tiles(spec: &str) -> Result<Vec<KernelSpec>, String> {
+    let mut out = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let nums: Vec<u32> = item
+            .split('x')
+            .map(|v| v.parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"))?;
+        let [bm, bn, bk, tm, tn] = nums[..] else {
+            return Err(format!(
+                "{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"
+            ));
+        };
+        if [bm, bn, bk, tm, tn].contains(&0) || tm > bm || tn > bn {
+            return Err(format!(
+                "{TILES_ENV}: {item:?}: sizes must be positive and TM <= BM, TN <= BN"
+            ));
+        }
+        let k = KernelSpec::tiled(
+            &format!("tiled-{bm}x{bn}-k{bk}-{tm}x{tn}"),
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            false,
+        );
+        if !k.contract_holds() || k.invocations() > 1024 {
+            return Err(format!(
+                "{TILES_ENV}: {item:?} breaks the tiled kernel's contract: TM, TN, BK multiples of 4, \
+                 (BM/TM)*(BN/TN) <= 1024 invocations dividing BM*BK/4 and BN*BK/4"
+            ));
+        }
+        out.push(k);
+    }
+    Ok(out)
+}
+
 /// A kernel outside the GEMM family (peak loop, probe): one spec constant, fixed grid.
 pub fn fixed(
     name: &str,
@@ -320,6 +363,21 @@ mod tests {
         // 16x4 invocations x 4x4 outputs = 64 outputs x 16 tokens per workgroup.
         assert_eq!(k.grid(17, 65), (2, 2));
         assert_eq!(k.grid(16, 64), (1, 1));
+    }
+
+    #[test]
+    fn extra_tiles_parse_and_are_checked() {
+        let t = parse_tiles("128x128x16x8x8, 64x64x8x4x4").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].name, "tiled-128x128-k16-8x8");
+        assert_eq!(t[0].invocations(), 256);
+        assert!(parse_tiles("128x128x16x8")
+            .unwrap_err()
+            .contains("five numbers"));
+        assert!(parse_tiles("128x128x6x8x8")
+            .unwrap_err()
+            .contains("contract"));
+        assert!(parse_tiles("4x4x4x8x8").unwrap_err().contains("TM <= BM"));
     }
 
     #[test]

@@ -38,6 +38,10 @@ use report::{CpuResult, ModelInfo, Report};
 pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
     let plan = Plan::from_args(args).map_err(|e| error::fail(exit::USAGE, e))?;
     let inject = inject::Injector::from_env().map_err(|e| error::fail(exit::USAGE, e))?;
+    let extra_tiles = match std::env::var(kernels::TILES_ENV) {
+        Ok(spec) => kernels::parse_tiles(&spec).map_err(|e| error::fail(exit::USAGE, e))?,
+        Err(_) => Vec::new(),
+    };
     // Read the comparison baseline first: a bad file is an input error before any device work.
     let baseline = match &args.compare {
         Some(path) => Some(compare::load(path)?),
@@ -110,7 +114,14 @@ pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
         peaks.push(pk);
     }
 
-    let outcome = sweep::run(&mut runner, &plan, &inject, &peak_map, progress);
+    let outcome = sweep::run(
+        &mut runner,
+        &plan,
+        &inject,
+        &peak_map,
+        &extra_tiles,
+        progress,
+    );
     let mut ubatches = outcome.ubatches;
     let mut notes = outcome.notes;
 

@@ -42,6 +42,7 @@ struct Sweep<'r, 'g> {
     notes: Vec<String>,
     problems: bool,
     lost: Option<VkError>,
+    extra: Vec<KernelSpec>,
 }
 
 /// Precisions this run measures on this device.
@@ -59,6 +60,7 @@ pub fn run(
     plan: &Plan,
     inject: &Injector,
     peaks: &HashMap<Precision, f64>,
+    extra: &[KernelSpec],
     progress: bool,
 ) -> Outcome {
     let precisions = precisions_for(plan, runner.gpu.info.is_cpu());
@@ -77,6 +79,7 @@ pub fn run(
         notes: Vec::new(),
         problems: false,
         lost: None,
+        extra: extra.to_vec(),
     };
     if plan.precisions.is_none() && s.runner.gpu.info.is_cpu() {
         s.notes.push("CPU device: only fp32 is measured by default (fp16/int8 are emulated there); ask with --precision".into());
@@ -138,10 +141,10 @@ impl Sweep<'_, '_> {
             return;
         }
         let mut variants: Vec<KernelSpec> = Vec::new();
-        for k in kernels::catalogue()
+        let all = kernels::catalogue()
             .into_iter()
-            .filter(|k| k.precision == p)
-        {
+            .chain(self.extra.iter().cloned());
+        for k in all.filter(|k| k.precision == p) {
             match k.unsupported_reason(&dev) {
                 Some(r) => self
                     .notes
