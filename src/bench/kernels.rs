@@ -367,7 +367,7 @@ mod tests {
 
     #[test]
     fn extra_tiles_parse_and_are_checked() {
-        let t = parse_tiles("128x128x16x8x8, 64x64x8x4x4").unwrap();
+        let t = parse_tiles("128x128x16x8x8, 64x64x16x4x4").unwrap();
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].name, "tiled-128x128-k16-8x8");
         assert_eq!(t[0].invocations(), 256);

@@ -88,6 +88,16 @@ impl Plan {
         }
     }
 
+    /// On CPU devices (lavapipe) real model matrices take minutes per GEMM; quick and default
+    /// runs compute only this many outputs of each and scale the time (labelled as such).
+    pub fn output_cap(&self, cpu_device: bool) -> Option<u32> {
+        match (cpu_device, self.size) {
+            (false, _) | (true, Size::Full) => None,
+            (true, Size::Quick) => Some(256),
+            (true, Size::Default) => Some(1024),
+        }
+    }
+
     /// This ubatch's share of the budget for one precision: proportional to its FLOPs.
     pub fn share_s(&self, ubatch: u32, precisions: usize) -> f64 {
         let total: u32 = self.ubatches.iter().sum();
@@ -151,5 +161,8 @@ mod tests {
         let p = plan(&["--ubatch", "16,48"]).unwrap();
         assert!((p.share_s(48, 1) - 3.0 * p.share_s(16, 1)).abs() < 1e-9);
         assert!(plan(&["--full"]).unwrap().budget_s().is_infinite());
+        assert_eq!(plan(&["--quick"]).unwrap().output_cap(true), Some(256));
+        assert_eq!(plan(&["--quick"]).unwrap().output_cap(false), None);
+        assert_eq!(plan(&["--full"]).unwrap().output_cap(true), None);
     }
 }

@@ -60,11 +60,14 @@ pub struct Screen {
     pub kernel: String,
     pub gemm: String,
     pub shape: String,
+    /// Output features actually computed (fewer than the shape's N on sliced CPU-device runs).
+    pub outputs: u32,
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<VkError>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Median seconds for the outputs computed.
     pub seconds: Option<f64>,
     pub gflops: Option<f64>,
     /// GEMM GFLOP/s over the measured peak of the arithmetic it uses.
@@ -98,6 +101,8 @@ pub struct Stack {
     pub layers_model: u32,
     /// True when fewer layers were recorded than the model has and the time was scaled up.
     pub extrapolated: bool,
+    /// True when each GEMM computed only part of its outputs (CPU devices) and was scaled up.
+    pub sliced: bool,
     pub dispatches: usize,
     pub command_buffers: usize,
     /// `timestamps` or `wall-clock`.

@@ -153,17 +153,26 @@ impl Sweep<'_, '_> {
             }
         }
         let layer = self.plan.model.layer();
+        // On CPU devices quick/default runs compute only the first `cap` outputs of each weight
+        // matrix and scale the time by N / cap (GEMM time is linear in N once N spans many tiles).
+        let cap = self.plan.output_cap(dev.is_cpu());
+        let n_run: [u32; 5] = layer.map(|g| cap.map_or(g.n, |c| g.n.min(c)));
+        if let Some(c) = cap {
+            self.notes.push(format!(
+                "CPU device: each GEMM computed its first {c} outputs only and its time was scaled to the full matrix (use --full for whole matrices)"
+            ));
+        }
         // Weights: one packed matrix per distinct shape (gate and up share values), one device
         // buffer per GEMM like a real model.
         let mut packed_w: HashMap<(u32, u32), Packed> = HashMap::new();
-        for g in &layer {
+        for (g, &n) in layer.iter().zip(&n_run) {
             packed_w.entry((g.k, g.n)).or_insert_with(|| {
                 pack(
                     p,
                     Side::Weights,
-                    g.n,
+                    n,
                     g.k,
-                    &random_values(g.n, g.k, u64::from(g.k) * 7 + u64::from(g.n)),
+                    &random_values(n, g.k, u64::from(g.k) * 7 + u64::from(g.n)),
                 )
             });
         }
@@ -193,7 +202,7 @@ impl Sweep<'_, '_> {
                 return;
             }
         };
-        for ub in self.plan.ubatches.clone() {
+        for (ui, ub) in self.plan.ubatches.clone().into_iter().enumerate() {
             if self.lost.is_some() {
                 let reason = "not run: the device was lost at a smaller ubatch".to_string();
                 let stack = empty_stack(
@@ -211,10 +220,44 @@ impl Sweep<'_, '_> {
                     .push(stack);
                 continue;
             }
-            self.ubatch(p, ub, n_precisions, &variants, &layer, &packed_w, &weights);
+            // The first ubatch tries every variant; later ones try them fastest-first, as
+            // measured so far, and drop the slow tail when the time budget runs out.
+            self.ubatch(
+                p,
+                ub,
+                ui == 0,
+                n_precisions,
+                &variants,
+                &layer,
+                &n_run,
+                &packed_w,
+                &weights,
+            );
             if let Err(e) = self.runner.layouts.reset_sets() {
                 self.lost = Some(e);
             }
+            let screens = &self.results[&ub].screens;
+            let cost = |k: &KernelSpec| -> f64 {
+                let mine: Vec<&Screen> = screens
+                    .iter()
+                    .filter(|s| s.precision == p && s.kernel == k.name)
+                    .collect();
+                if mine.is_empty() || mine.iter().any(|s| s.status != Status::Ok) {
+                    return f64::INFINITY;
+                }
+                mine.iter().filter_map(|s| s.seconds).sum()
+            };
+            let mut ranked: Vec<(f64, usize)> = variants
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (cost(k), i))
+                .collect();
+            // Untried variants (infinite cost) keep their order behind the measured ones.
+            ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            variants = ranked
+                .into_iter()
+                .map(|(_, i)| variants[i].clone())
+                .collect();
         }
     }
 
@@ -223,14 +266,21 @@ impl Sweep<'_, '_> {
         &mut self,
         p: Precision,
         ub: u32,
+        try_all: bool,
         n_precisions: usize,
         variants: &[KernelSpec],
         layer: &[Gemm; 5],
+        n_run: &[u32; 5],
         packed_w: &HashMap<(u32, u32), Packed>,
         weights: &[DeviceMatrix],
     ) {
         let start = Instant::now();
         let share = self.plan.share_s(ub, n_precisions);
+        // The GEMMs as run (possibly fewer outputs than the model's, see `output_cap`).
+        let run_layer: [Gemm; 5] = std::array::from_fn(|i| Gemm {
+            n: n_run[i],
+            ..layer[i]
+        });
         let full = self.plan.size == Size::Full;
         let layers_model = self.plan.model.layers;
         let fail_all = |this: &mut Self, e: VkError| {
@@ -259,7 +309,7 @@ impl Sweep<'_, '_> {
             });
         }
         let dev_range = self.runner.gpu.info.max_storage_buffer_range;
-        let biggest_out = layer
+        let biggest_out = run_layer
             .iter()
             .map(|g| gemm::output_bytes(ub, g.n))
             .max()
@@ -293,7 +343,7 @@ impl Sweep<'_, '_> {
                 Err(e) => return fail_all(self, e),
             }
         }
-        let outs: Result<Vec<Buffer>, VkError> = layer
+        let outs: Result<Vec<Buffer>, VkError> = run_layer
             .iter()
             .map(|g| Buffer::storage(gpu, gemm::output_bytes(ub, g.n)))
             .collect();
@@ -328,7 +378,8 @@ impl Sweep<'_, '_> {
         ));
         let mut screens: Vec<Screen> = Vec::new();
         for (vi, spec) in variants.iter().enumerate() {
-            let over_budget = vi > 0 && !full && start.elapsed().as_secs_f64() > share * 0.5;
+            let over_budget =
+                vi > 0 && !full && !try_all && start.elapsed().as_secs_f64() > share * 0.5;
             for &gi in &distinct {
                 let g = &layer[gi];
                 if self.lost.is_some() || over_budget {
@@ -340,16 +391,17 @@ impl Sweep<'_, '_> {
                     screens.push(screen_skipped(p, spec, g, reason));
                     continue;
                 }
-                let s = self.screen(
+                let mut s = self.screen(
                     p,
                     spec,
-                    g,
+                    &run_layer[gi],
                     ub,
                     &bounds[gi],
                     &outs[gi],
                     &packed_x[&g.k],
                     &packed_w[&(g.k, g.n)],
                 );
+                s.shape = g.shape();
                 screens.push(s);
             }
         }
@@ -380,9 +432,17 @@ impl Sweep<'_, '_> {
             match chosen {
                 Some(chosen) => {
                     let est: f64 = layer.iter().map(|g| best[&(g.k, g.n)].1).sum();
-                    stacks.push(
-                        self.stack(p, "best", ub, &chosen, layer, &bounds, est, start, share),
-                    );
+                    stacks.push(self.stack(
+                        p,
+                        "best",
+                        ub,
+                        &chosen,
+                        (layer, &run_layer),
+                        &bounds,
+                        est,
+                        start,
+                        share,
+                    ));
                 }
                 None => stacks.push(empty_stack(
                     p,
@@ -410,7 +470,7 @@ impl Sweep<'_, '_> {
                         "llama.cpp tiles",
                         ub,
                         &chosen,
-                        layer,
+                        (layer, &run_layer),
                         &bounds,
                         est,
                         start,
@@ -529,7 +589,7 @@ impl Sweep<'_, '_> {
         label: &str,
         ub: u32,
         chosen: &[&KernelSpec],
-        layer: &[Gemm; 5],
+        (layer, run_layer): (&[Gemm; 5], &[Gemm; 5]),
         bounds: &[Bound],
         est_layer_s: f64,
         start: Instant,
@@ -591,14 +651,14 @@ impl Sweep<'_, '_> {
         }
         .into();
         let total = median(&timing.total).unwrap_or(f64::NAN);
-        let per_layer = total / f64::from(layers);
-        stack.seconds_per_layer = Some(per_layer);
         let layer_flops: f64 = layer.iter().map(|g| g.flops(ub)).sum();
-        stack.gflops = Some(layer_flops / per_layer / 1e9);
-        let (tps, prompt) = predict(per_layer, model_layers, ub);
-        stack.predicted_tokens_per_s = Some(tps);
-        stack.prompt_5000_s = Some(prompt);
+        let run_flops: f64 = run_layer.iter().map(|g| g.flops(ub)).sum();
+        stack.sliced = run_flops < layer_flops;
+        // Scale a sliced run to the model's matrices: per GEMM when timestamps give per-dispatch
+        // times, by FLOPs otherwise.
+        let mut per_layer = total / f64::from(layers) * layer_flops / run_flops;
         if timing.timestamps {
+            let (mut run_sum, mut scaled_sum) = (0.0, 0.0);
             for (gi, g) in layer.iter().enumerate() {
                 let all: Vec<f64> = timing
                     .per_dispatch
@@ -608,16 +668,29 @@ impl Sweep<'_, '_> {
                     .flat_map(|(_, v)| v.iter().copied())
                     .collect();
                 if let Some(t) = median(&all) {
+                    let t_full = t * f64::from(g.n) / f64::from(run_layer[gi].n);
+                    run_sum += t;
+                    scaled_sum += t_full;
                     stack.per_gemm.push(GemmTime {
                         gemm: g.name.into(),
                         shape: g.shape(),
                         kernel: chosen[gi].name.clone(),
-                        seconds: t,
-                        gflops: g.flops(ub) / t / 1e9,
+                        seconds: t_full,
+                        gflops: g.flops(ub) / t_full / 1e9,
                     });
                 }
             }
+            if stack.sliced && scaled_sum > 0.0 {
+                // Barriers and gaps between dispatches scale with the dispatch count, not with N.
+                let gaps = (total / f64::from(layers) - run_sum).max(0.0);
+                per_layer = scaled_sum + gaps;
+            }
         }
+        stack.seconds_per_layer = Some(per_layer);
+        stack.gflops = Some(layer_flops / per_layer / 1e9);
+        let (tps, prompt) = predict(per_layer, model_layers, ub);
+        stack.predicted_tokens_per_s = Some(tps);
+        stack.prompt_5000_s = Some(prompt);
         stack
     }
 }
@@ -628,6 +701,7 @@ fn screen_skipped(p: Precision, spec: &KernelSpec, g: &Gemm, reason: &str) -> Sc
         kernel: spec.name.clone(),
         gemm: g.name.into(),
         shape: g.shape(),
+        outputs: g.n,
         status: Status::Skipped,
         error: None,
         reason: Some(reason.into()),
@@ -657,6 +731,7 @@ pub fn empty_stack(
         layers_recorded: 0,
         layers_model,
         extrapolated: false,
+        sliced: false,
         dispatches: 0,
         command_buffers: 0,
         timing: String::new(),
