@@ -151,9 +151,9 @@ pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
     if ubatches
         .iter()
         .flat_map(|u| &u.stacks)
-        .any(|s| s.extrapolated)
+        .any(|s| s.extrapolated || s.sliced)
     {
-        notes.push("stacks marked ~ recorded fewer layers than the model has (to fit the run's time); their per-layer time is scaled to the whole model".into());
+        notes.push("stacks marked ~ recorded fewer layers (or matrix outputs) than the model has, to fit the run's time; their times are scaled to the whole model".into());
     }
     notes.push(report::SCOPE_NOTE.into());
 

@@ -162,6 +162,19 @@ mod tests {
     }
 
     #[test]
+    fn cli_help_names_every_preset() {
+        let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+        let help = cmd
+            .find_subcommand_mut("smoke-bench")
+            .expect("smoke-bench verb")
+            .render_long_help()
+            .to_string();
+        for m in PRESETS {
+            assert!(help.contains(m.name), "--model help lacks {}", m.name);
+        }
+    }
+
+    #[test]
     fn unknown_preset_lists_the_known_ones() {
         let err = preset("gpt-5").unwrap_err();
         assert!(

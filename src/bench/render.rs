@@ -133,7 +133,7 @@ pub fn render(r: &Report, style: Style) -> String {
             let label = format!("{} {}", s.precision.name(), s.label);
             let layers = if s.layers_recorded == 0 {
                 "-".to_string()
-            } else if s.extrapolated {
+            } else if s.extrapolated || s.sliced {
                 format!("~{}/{}", s.layers_recorded, s.layers_model)
             } else {
                 s.layers_recorded.to_string()
