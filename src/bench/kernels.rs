@@ -170,7 +170,11 @@ impl KernelSpec {
         if let Some(g) = self.fixed_grid {
             return g;
         }
-        (n.div_ceil(self.tile_n), m.div_ceil(self.tile_m))
+        match self.family {
+            // gemm_tiled.comp: x walks the token tiles so workgroups sharing weights run together.
+            Family::Tiled => (m.div_ceil(self.tile_m), n.div_ceil(self.tile_n)),
+            Family::Reg => (n.div_ceil(self.tile_n), m.div_ceil(self.tile_m)),
+        }
     }
 
     pub fn invocations(&self) -> u32 {
@@ -363,6 +367,8 @@ mod tests {
         // 16x4 invocations x 4x4 outputs = 64 outputs x 16 tokens per workgroup.
         assert_eq!(k.grid(17, 65), (2, 2));
         assert_eq!(k.grid(16, 64), (1, 1));
+        let t = find("tiled-128x64", Precision::Fp32).unwrap();
+        assert_eq!(t.grid(512, 11008), (4, 172));
     }
 
     #[test]

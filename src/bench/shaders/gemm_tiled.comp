@@ -2,7 +2,8 @@
 // 128x128 "large" tiles), plus register micro-tiles, so the bench can show how that style fares
 // on each device and reproduce the register pressure of the large tile on Mali.
 //   C[m][n] = sum_k X[m][k] * W[n][k]   (X: M x ldk tokens, W: N x ldk weights, C: M x N)
-// A workgroup computes a BM x BN tile of C. Each K step of BK stages X and W tiles in shared
+// A workgroup computes a BM x BN tile of C; workgroup x walks the M tiles and y the N tiles, so
+// the few workgroups that share a weight tile run next to each other and hit it in L2. Each K step of BK stages X and W tiles in shared
 // memory, transposed to k-major so an invocation reads its TM tokens and TN outputs as vec4s.
 // Two shared buffers alternate, so one barrier per K step suffices: while the tile in one buffer
 // is multiplied, the next one is fetched into registers and then stored into the other buffer.
@@ -35,6 +36,8 @@ layout(push_constant) uniform Params {
 layout(std430, binding = 0) readonly buffer Xbuf { vec4 x[]; };
 layout(std430, binding = 1) readonly buffer Wbuf { vec4 w[]; };
 layout(std430, binding = 2) writeonly buffer Cbuf { float c[]; };
+// The same buffer seen as vec4s, for 128-bit stores of whole output quads when N % 4 == 0.
+layout(std430, binding = 2) writeonly buffer Cbuf4 { vec4 c4[]; };
 
 // [buffer][k][row/4]: k-major, four rows per vec4.
 shared vec4 xs[2 * BK * (BM / 4)];
@@ -79,8 +82,9 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint tx = tid % TX;
     const uint ty = tid / TX;
-    const uint n_base = gl_WorkGroupID.x * BN;
-    const uint m_base = gl_WorkGroupID.y * BM;
+    const uint m_base = gl_WorkGroupID.x * BM;
+    const uint n_base = gl_WorkGroupID.y * BN;
+    const bool quads = (p.N & 3u) == 0u;
 
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint a = 0; a < TM * TN / 4; a++) acc[a] = vec4(0.0);
@@ -117,8 +121,12 @@ void main() {
             [[unroll]] for (uint h = 0; h < TN / 4; h++) {
                 const uint n = n_base + (tx + h * TX) * 4;
                 const vec4 v = acc[(g * 4 + r) * (TN / 4) + h];
-                [[unroll]] for (uint e = 0; e < 4; e++)
-                    if (n + e < p.N) c[m * p.N + n + e] = v[e];
+                if (quads && n + 3 < p.N) {
+                    c4[(m * p.N + n) / 4] = v;
+                } else {
+                    [[unroll]] for (uint e = 0; e < 4; e++)
+                        if (n + e < p.N) c[m * p.N + n + e] = v[e];
+                }
             }
         }
     }
