@@ -17,6 +17,7 @@ SHADERS=(
     "gemm_q4_0.spv|gemm_q4_0.comp|"
     "peak_f32.spv|peak.comp|"
     "peak_f16.spv|peak.comp|-DF16"
+    "peak_int8.spv|peak_int8.comp|"
     "probe_spill.spv|probe_spill.comp|"
 )
 

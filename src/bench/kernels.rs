@@ -108,6 +108,7 @@ static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
 static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
 pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
 pub static PEAK_F16: &[u8] = include_bytes!("shaders/peak_f16.spv");
+pub static PEAK_INT8: &[u8] = include_bytes!("shaders/peak_int8.spv");
 pub static PROBE_SPILL: &[u8] = include_bytes!("shaders/probe_spill.spv");
 
 impl KernelSpec {

@@ -3,12 +3,18 @@
 
 use serde::Serialize;
 
-use super::kernels::{self, Precision, PEAK_F16, PEAK_F32};
+use super::kernels::{self, Precision, PEAK_F16, PEAK_F32, PEAK_INT8};
 use super::runner::{median, Bound, Runner};
 use super::vk::{Buffer, VkError};
 
-/// FLOP per invocation per loop iteration in peak.comp: 4 unrolled x 8 chains x 4 lanes x 2.
-const FLOP_PER_ITER: f64 = 256.0;
+/// Operations per invocation per loop iteration: peak.comp 4 unrolled x 8 chains x 4 lanes x
+/// 2 FLOP; peak_int8.comp 4 x 8 x 4 dot products x 8 ops (4 MACs).
+fn ops_per_iter(precision: Precision) -> f64 {
+    match precision {
+        Precision::Int8 => 1024.0,
+        _ => 256.0,
+    }
+}
 const LOCAL: u32 = 256;
 
 #[derive(Debug, Clone, Serialize)]
@@ -19,7 +25,8 @@ pub struct Peak {
     pub error: Option<String>,
 }
 
-/// Measure the FMA peak for `precision` (fp32 or fp16), aiming at `target_s` per timed run.
+/// Measure the arithmetic peak for `precision` (fp32 or fp16 FMA, int8 dot products; GFLOP/s or
+/// GOP/s), aiming at `target_s` per timed run.
 pub fn measure(runner: &mut Runner, precision: Precision, target_s: f64, reps: usize) -> Peak {
     match try_measure(runner, precision, target_s, reps) {
         Ok(g) => Peak {
@@ -41,10 +48,10 @@ fn try_measure(
     target_s: f64,
     reps: usize,
 ) -> Result<f64, VkError> {
-    let spirv = if precision == Precision::Fp16 {
-        PEAK_F16
-    } else {
-        PEAK_F32
+    let spirv = match precision {
+        Precision::Fp16 => PEAK_F16,
+        Precision::Int8 => PEAK_INT8,
+        _ => PEAK_F32,
     };
     // Enough workgroups to fill a big GPU many times over; a CPU device gets fewer.
     let groups: u32 = if runner.gpu.info.is_cpu() { 64 } else { 16384 };
@@ -58,11 +65,15 @@ fn try_measure(
     );
     let out = Buffer::storage(runner.gpu, u64::from(groups * LOCAL) * 4)?;
     let set = runner.bind(&[&out], 0, 0, 0, 0)?.set;
-    // Push constants: iterations, multiplier, addend (float bits), unused.
+    // Push constants: iterations, then the operands (float bits for FMA, packed int8 for dots).
+    let (a, b) = match precision {
+        Precision::Int8 => (0x0102_0304, 0x01ff_02fe),
+        _ => (0.999f32.to_bits(), 1e-4f32.to_bits()),
+    };
     let bound = |iters: u32| Bound {
         m: iters,
-        n: 0.999f32.to_bits(),
-        k: 1e-4f32.to_bits(),
+        n: a,
+        k: b,
         ldk: 0,
         set,
     };
@@ -78,7 +89,8 @@ fn try_measure(
             };
             let times = runner.time_single(&spec, &bound(scaled), reps.max(1))?;
             let t = median(&times).unwrap_or(f64::INFINITY);
-            let flops = f64::from(groups) * f64::from(LOCAL) * f64::from(scaled) * FLOP_PER_ITER;
+            let flops =
+                f64::from(groups) * f64::from(LOCAL) * f64::from(scaled) * ops_per_iter(precision);
             break flops / t / 1e9;
         }
         iters = iters.saturating_mul(4);

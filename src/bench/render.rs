@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::kernels::Precision;
 use super::report::{Report, Stack, Status};
 use crate::output::Style;
 
@@ -100,13 +101,26 @@ pub fn render(r: &Report, style: Style) -> String {
         .peak
         .iter()
         .map(|p| match (p.gflops, &p.error) {
-            (Some(g), _) => format!("{} {} GFLOP/s", p.precision.name(), fmt_rate(g)),
+            (Some(g), _) => format!(
+                "{} {} {}",
+                p.precision.name(),
+                fmt_rate(g),
+                if p.precision == Precision::Int8 {
+                    "GOP/s"
+                } else {
+                    "GFLOP/s"
+                }
+            ),
             (None, Some(e)) => format!("{} failed: {e}", p.precision.name()),
             (None, None) => format!("{} not measured", p.precision.name()),
         })
         .collect();
     if !peaks.is_empty() {
-        let _ = writeln!(o, "measured FMA peak: {}", peaks.join(" | "));
+        let _ = writeln!(
+            o,
+            "measured peak (FMA / int8 dot loops): {}",
+            peaks.join(" | ")
+        );
     }
 
     // The headline: per ubatch, each stack, with the CPU next to it.

@@ -555,7 +555,7 @@ impl Sweep<'_, '_> {
         match p {
             Precision::Fp32 | Precision::Q4_0 => self.peaks.get(&Precision::Fp32).copied(),
             Precision::Fp16 => self.peaks.get(&Precision::Fp16).copied(),
-            Precision::Int8 => None,
+            Precision::Int8 => self.peaks.get(&Precision::Int8).copied(),
         }
     }
 
