@@ -236,28 +236,7 @@ impl Sweep<'_, '_> {
             if let Err(e) = self.runner.layouts.reset_sets() {
                 self.lost = Some(e);
             }
-            let screens = &self.results[&ub].screens;
-            let cost = |k: &KernelSpec| -> f64 {
-                let mine: Vec<&Screen> = screens
-                    .iter()
-                    .filter(|s| s.precision == p && s.kernel == k.name)
-                    .collect();
-                if mine.is_empty() || mine.iter().any(|s| s.status != Status::Ok) {
-                    return f64::INFINITY;
-                }
-                mine.iter().filter_map(|s| s.seconds).sum()
-            };
-            let mut ranked: Vec<(f64, usize)> = variants
-                .iter()
-                .enumerate()
-                .map(|(i, k)| (cost(k), i))
-                .collect();
-            // Untried variants (infinite cost) keep their order behind the measured ones.
-            ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            variants = ranked
-                .into_iter()
-                .map(|(_, i)| variants[i].clone())
-                .collect();
+            variants = rank_variants(&variants, &self.results[&ub].screens, p);
         }
     }
 
@@ -695,6 +674,31 @@ impl Sweep<'_, '_> {
     }
 }
 
+/// Variants ordered by their total time over this ubatch's shapes, fastest first; variants that
+/// were not tried or were not correct everywhere keep their order behind the measured ones.
+pub fn rank_variants(variants: &[KernelSpec], screens: &[Screen], p: Precision) -> Vec<KernelSpec> {
+    let cost = |k: &KernelSpec| -> f64 {
+        let mine: Vec<&Screen> = screens
+            .iter()
+            .filter(|s| s.precision == p && s.kernel == k.name)
+            .collect();
+        if mine.is_empty() || mine.iter().any(|s| s.status != Status::Ok) {
+            return f64::INFINITY;
+        }
+        mine.iter().filter_map(|s| s.seconds).sum()
+    };
+    let mut ranked: Vec<(f64, usize)> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (cost(k), i))
+        .collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    ranked
+        .into_iter()
+        .map(|(_, i)| variants[i].clone())
+        .collect()
+}
+
 fn screen_skipped(p: Precision, spec: &KernelSpec, g: &Gemm, reason: &str) -> Screen {
     Screen {
         precision: p,
@@ -740,5 +744,53 @@ pub fn empty_stack(
         per_gemm: Vec::new(),
         predicted_tokens_per_s: None,
         prompt_5000_s: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::model::preset;
+
+    #[test]
+    fn variants_are_ranked_by_measured_time_and_failures_go_last() {
+        let layer = preset("tiny").unwrap().layer();
+        let vs: Vec<KernelSpec> = kernels::catalogue()
+            .into_iter()
+            .filter(|k| k.precision == Precision::Fp32)
+            .take(3)
+            .collect();
+        let timed = |k: &KernelSpec, secs: f64, status: Status| {
+            let mut s = screen_skipped(Precision::Fp32, k, &layer[0], "");
+            s.status = status;
+            s.seconds = Some(secs);
+            s
+        };
+        // vs[0] slow, vs[1] fast, vs[2] wrong.
+        let screens = vec![
+            timed(&vs[0], 3.0, Status::Ok),
+            timed(&vs[1], 1.0, Status::Ok),
+            timed(&vs[2], 0.5, Status::Wrong),
+        ];
+        let names: Vec<String> = rank_variants(&vs, &screens, Precision::Fp32)
+            .into_iter()
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(
+            names,
+            vec![vs[1].name.clone(), vs[0].name.clone(), vs[2].name.clone()]
+        );
+    }
+
+    #[test]
+    fn cpu_devices_default_to_fp32_only() {
+        let args =
+            <crate::cli::Cli as clap::Parser>::try_parse_from(["rvl", "smoke-bench"]).unwrap();
+        let crate::cli::Command::SmokeBench(a) = args.command else {
+            unreachable!()
+        };
+        let plan = Plan::from_args(&a).unwrap();
+        assert_eq!(precisions_for(&plan, true), vec![Precision::Fp32]);
+        assert_eq!(precisions_for(&plan, false), Precision::ALL.to_vec());
     }
 }
