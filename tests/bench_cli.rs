@@ -201,6 +201,28 @@ fn save_then_compare() {
     let rows = doc["comparison"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows[0]["change"].is_number());
+    assert!(
+        doc["comparison"].get("warning").is_none(),
+        "same model and size"
+    );
+    // A run of another size (here: default vs quick) does not compare: the output says so.
+    let out = rvl()
+        .args([
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+            "--compare",
+            saved_s,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the numbers do not compare"), "{text}");
 
     std::fs::write(dir.path().join("junk.json"), "[1, 2").unwrap();
     let out = rvl()

@@ -98,6 +98,9 @@ pub struct Row {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Comparison {
     pub baseline_device: String,
+    /// Set when the saved run measured another model or run size: the numbers do not compare.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     pub rows: Vec<Row>,
 }
 
@@ -149,7 +152,19 @@ pub fn compare(baseline: &Value, report: &Report) -> Comparison {
             }
         })
         .collect();
+    let text = |doc: &Value, ptr: &str| {
+        doc.pointer(ptr)
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let (old_model, new_model) = (text(baseline, "/model/name"), text(&now, "/model/name"));
+    let (old_size, new_size) = (text(baseline, "/size"), text(&now, "/size"));
+    let warning = (old_model != new_model || old_size != new_size).then(|| {
+        format!("the saved run measured {old_model} ({old_size}), this one {new_model} ({new_size}): the numbers do not compare")
+    });
     Comparison {
+        warning,
         baseline_device: baseline
             .pointer("/device/name")
             .and_then(Value::as_str)
@@ -170,6 +185,9 @@ pub fn render(c: &Comparison, style: Style) -> String {
             c.baseline_device
         ))
     );
+    if let Some(w) = &c.warning {
+        let _ = writeln!(o, "{}", style.yellow(&format!("warning: {w}")));
+    }
     let _ = writeln!(
         o,
         "{:>6}  {:<22} {:>14} {:>14} {:>8}",
