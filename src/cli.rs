@@ -125,7 +125,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "INDEX|NAME")]
     pub device: Option<String>,
 
-    /// Model whose layer shapes are measured (see --model help for the presets)
+    /// Model whose layer shapes are measured: qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b, llama3.1-8b, tiny
     #[arg(long, value_name = "PRESET", default_value = "qwen2.5-3b")]
     pub model: String,
 

@@ -1,0 +1,395 @@
+//! The GEMM kernel catalogue: which SPIR-V, which specialisation constants (tile sizes), how the
+//! grid is laid out, and what each variant needs from the device.
+
+use serde::Serialize;
+
+use super::vk::DeviceInfo;
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    Fp32,
+    Fp16,
+    Int8,
+    Q4_0,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 4] = [
+        Precision::Fp32,
+        Precision::Fp16,
+        Precision::Int8,
+        Precision::Q4_0,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Fp16 => "fp16",
+            Precision::Int8 => "int8",
+            Precision::Q4_0 => "q4_0",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Precision, String> {
+        Precision::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| format!("unknown precision {s:?}; known: fp32, fp16, int8, q4_0"))
+    }
+
+    /// Largest accepted error, relative to sum_k |x_k * w_k| of the checked entry (the scale of
+    /// rounding error in a dot product). The reference uses the same rounded/quantised inputs,
+    /// so only the kernel's arithmetic is judged: fp32 accumulation, fp16 maths in short chunks.
+    pub fn tolerance(self) -> f64 {
+        match self {
+            Precision::Fp32 | Precision::Int8 | Precision::Q4_0 => 1e-5,
+            Precision::Fp16 => 5e-3,
+        }
+    }
+
+    /// K must be a multiple of this (quantised blocks of 32 values).
+    pub fn k_block(self) -> u32 {
+        match self {
+            Precision::Fp32 | Precision::Fp16 => 1,
+            Precision::Int8 | Precision::Q4_0 => 32,
+        }
+    }
+
+    /// Why this precision cannot run on the device, if it cannot.
+    pub fn unsupported_reason(self, dev: &DeviceInfo) -> Option<String> {
+        match self {
+            Precision::Fp16 if !dev.fp16 => {
+                Some("device lacks shaderFloat16 + storageBuffer16BitAccess".into())
+            }
+            Precision::Int8 if !dev.int8_dot => Some("device lacks shaderIntegerDotProduct".into()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// Register-blocked, no shared memory (Mali Valhall style).
+    Reg,
+    /// Shared-memory tiles shaped like llama.cpp's mul_mm, with register micro-tiles.
+    Tiled,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KernelSpec {
+    pub name: String,
+    pub precision: Precision,
+    pub family: Family,
+    #[serde(skip)]
+    pub spirv: &'static [u8],
+    /// Specialisation constants, id 0.. in order.
+    pub spec: Vec<u32>,
+    /// Workgroup size (x, y).
+    pub local: (u32, u32),
+    /// Tokens and output features covered by one workgroup.
+    pub tile_m: u32,
+    pub tile_n: u32,
+    pub shared_bytes: u32,
+    /// Accumulators each invocation keeps in registers.
+    pub accumulators: u32,
+    /// True for the llama.cpp-shaped tile pair.
+    pub llama_like: bool,
+    /// A grid that does not depend on the shape (the peak and probe kernels).
+    #[serde(skip)]
+    pub fixed_grid: Option<(u32, u32)>,
+}
+
+static GEMM_REG_F32: &[u8] = include_bytes!("shaders/gemm_reg_f32.spv");
+static GEMM_REG_F16: &[u8] = include_bytes!("shaders/gemm_reg_f16.spv");
+static GEMM_TILED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_f32.spv");
+static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
+static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
+pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
+pub static PEAK_F16: &[u8] = include_bytes!("shaders/peak_f16.spv");
+pub static PEAK_INT8: &[u8] = include_bytes!("shaders/peak_int8.spv");
+pub static PROBE_SPILL: &[u8] = include_bytes!("shaders/probe_spill.spv");
+
+impl KernelSpec {
+    /// A register-blocked kernel: workgroup `wx x wy` invocations, each `tm x tn` outputs.
+    fn reg(precision: Precision, wx: u32, wy: u32, tm: u32, tn: u32) -> KernelSpec {
+        let (spirv, mut spec) = match precision {
+            Precision::Fp32 => (GEMM_REG_F32, vec![wx, wy, tm, tn]),
+            Precision::Fp16 => (GEMM_REG_F16, vec![wx, wy, tm, tn]),
+            Precision::Int8 => (GEMM_INT8, vec![wx, wy, tm, tn]),
+            Precision::Q4_0 => (GEMM_Q4_0, vec![wx, wy, tm, tn]),
+        };
+        if precision == Precision::Fp16 {
+            spec.push(8); // KCHUNK: 32 values summed in fp16 before the fp32 add
+        }
+        KernelSpec {
+            name: format!("reg-{tm}x{tn}"),
+            precision,
+            family: Family::Reg,
+            spirv,
+            spec,
+            local: (wx, wy),
+            tile_m: wy * tm,
+            tile_n: wx * tn,
+            shared_bytes: 0,
+            accumulators: tm * tn,
+            llama_like: false,
+            fixed_grid: None,
+        }
+    }
+
+    /// A shared-memory tiled fp32 kernel: `bm x bn` tile, `bk` K step, `tm x tn` per invocation.
+    fn tiled(
+        name: &str,
+        bm: u32,
+        bn: u32,
+        bk: u32,
+        tm: u32,
+        tn: u32,
+        llama_like: bool,
+    ) -> KernelSpec {
+        let threads = (bm / tm) * (bn / tn);
+        KernelSpec {
+            name: name.to_string(),
+            precision: Precision::Fp32,
+            family: Family::Tiled,
+            spirv: GEMM_TILED_F32,
+            spec: vec![threads, bm, bn, bk, tm, tn],
+            local: (threads, 1),
+            tile_m: bm,
+            tile_n: bn,
+            shared_bytes: 2 * bk * (bm + bn) * 4,
+            accumulators: tm * tn,
+            llama_like,
+            fixed_grid: None,
+        }
+    }
+
+    /// Workgroups to dispatch for `m` tokens and `n` outputs.
+    pub fn grid(&self, m: u32, n: u32) -> (u32, u32) {
+        if let Some(g) = self.fixed_grid {
+            return g;
+        }
+        match self.family {
+            // gemm_tiled.comp: x walks the token tiles so workgroups sharing weights run together.
+            Family::Tiled => (m.div_ceil(self.tile_m), n.div_ceil(self.tile_n)),
+            Family::Reg => (n.div_ceil(self.tile_n), m.div_ceil(self.tile_m)),
+        }
+    }
+
+    pub fn invocations(&self) -> u32 {
+        self.local.0 * self.local.1
+    }
+
+    /// Why the kernel cannot run on `dev`, if it cannot.
+    pub fn unsupported_reason(&self, dev: &DeviceInfo) -> Option<String> {
+        if let Some(r) = self.precision.unsupported_reason(dev) {
+            return Some(r);
+        }
+        if self.shared_bytes > dev.max_shared_memory {
+            return Some(format!(
+                "needs {} KiB shared memory, device has {} KiB",
+                self.shared_bytes / 1024,
+                dev.max_shared_memory / 1024
+            ));
+        }
+        if self.invocations() > dev.max_workgroup_invocations {
+            return Some(format!(
+                "needs {} invocations per workgroup, device allows {}",
+                self.invocations(),
+                dev.max_workgroup_invocations
+            ));
+        }
+        None
+    }
+
+    /// The tiled kernel's host contract (see gemm_tiled.comp); always true for the catalogue.
+    pub fn contract_holds(&self) -> bool {
+        match self.family {
+            Family::Reg => true,
+            Family::Tiled => {
+                let [threads, bm, bn, bk, tm, tn] = self.spec[..] else {
+                    return false;
+                };
+                threads == (bm / tm) * (bn / tn)
+                    && tm % 4 == 0
+                    && tn % 4 == 0
+                    && bk % 4 == 0
+                    && bm % tm == 0
+                    && bn % tn == 0
+                    && (bm * bk / 4) % threads == 0
+                    && (bn * bk / 4) % threads == 0
+            }
+        }
+    }
+}
+
+/// llama.cpp's tile for this ubatch: the medium 64x64 tile up to 64 tokens, the large 128x128
+/// tile above (ggml_vk_guess_matmul_pipeline; research/perf-anchors.md §3.3).
+pub fn llama_tile_for(ubatch: u32) -> &'static str {
+    if ubatch <= 64 {
+        "llama-64x64"
+    } else {
+        "llama-128x128"
+    }
+}
+
+/// Every kernel variant, fastest-first guesses first within a precision.
+pub fn catalogue() -> Vec<KernelSpec> {
+    vec![
+        // fp32, Mali-style register blocking (16-wide warps; 16-32 accumulators per invocation).
+        KernelSpec::reg(Precision::Fp32, 16, 4, 4, 4),
+        KernelSpec::reg(Precision::Fp32, 8, 8, 4, 8),
+        KernelSpec::reg(Precision::Fp32, 16, 4, 8, 4),
+        // fp32, shared-memory tiles for GPUs with fast local memory.
+        KernelSpec::tiled("tiled-128x128", 128, 128, 16, 8, 8, false),
+        KernelSpec::tiled("tiled-64x128", 64, 128, 16, 8, 8, false),
+        KernelSpec::tiled("tiled-128x64", 128, 64, 16, 8, 8, false),
+        // llama.cpp's medium and large tiles: 128 invocations, 32 and 128 accumulators each.
+        KernelSpec::tiled("llama-64x64", 64, 64, 16, 4, 8, true),
+        KernelSpec::tiled("llama-128x128", 128, 128, 8, 8, 16, true),
+        // fp16 data and maths.
+        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 4),
+        KernelSpec::reg(Precision::Fp16, 8, 8, 4, 8),
+        // int8 dot products.
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
+        // 4-bit weights, fp32 activations.
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 4),
+    ]
+}
+
+/// Extra shared-memory tile shapes to try, for tuning on a new GPU without a rebuild:
+/// `RVL_BENCH_TILES=BMxBNxBKxTMxTN[,...]` (e.g. `128x128x16x8x8`). Each must keep the tiled
+/// kernel's contract (see gemm_tiled.comp).
+pub const TILES_ENV: &str = "RVL_BENCH_TILES";
+
+pub fn parse_tiles(spec: &str) -> Result<Vec<KernelSpec>, String> {
+    let mut out = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let nums: Vec<u32> = item
+            .split('x')
+            .map(|v| v.parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"))?;
+        let [bm, bn, bk, tm, tn] = nums[..] else {
+            return Err(format!(
+                "{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"
+            ));
+        };
+        if [bm, bn, bk, tm, tn].contains(&0) || tm > bm || tn > bn {
+            return Err(format!(
+                "{TILES_ENV}: {item:?}: sizes must be positive and TM <= BM, TN <= BN"
+            ));
+        }
+        let k = KernelSpec::tiled(
+            &format!("tiled-{bm}x{bn}-k{bk}-{tm}x{tn}"),
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            false,
+        );
+        if !k.contract_holds() || k.invocations() > 1024 {
+            return Err(format!(
+                "{TILES_ENV}: {item:?} breaks the tiled kernel's contract: TM, TN, BK multiples of 4, \
+                 (BM/TM)*(BN/TN) <= 1024 invocations dividing BM*BK/4 and BN*BK/4"
+            ));
+        }
+        out.push(k);
+    }
+    Ok(out)
+}
+
+/// A kernel outside the GEMM family (peak loop, probe): one spec constant, fixed grid.
+pub fn fixed(
+    name: &str,
+    precision: Precision,
+    spirv: &'static [u8],
+    spec: Vec<u32>,
+    local: u32,
+    groups: u32,
+) -> KernelSpec {
+    KernelSpec {
+        name: name.to_string(),
+        precision,
+        family: Family::Reg,
+        spirv,
+        spec,
+        local: (local, 1),
+        tile_m: 1,
+        tile_n: 1,
+        shared_bytes: 0,
+        accumulators: 0,
+        llama_like: false,
+        fixed_grid: Some((groups, 1)),
+    }
+}
+
+pub fn find(name: &str, precision: Precision) -> Option<KernelSpec> {
+    catalogue()
+        .into_iter()
+        .find(|k| k.name == name && k.precision == precision)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_keeps_its_host_contract() {
+        for k in catalogue() {
+            assert!(k.contract_holds(), "{}", k.name);
+            assert!(k.invocations() <= 256, "{}", k.name);
+            assert!(
+                k.shared_bytes <= 32 * 1024,
+                "{} does not fit Mali/lavapipe",
+                k.name
+            );
+        }
+    }
+
+    #[test]
+    fn llama_pair_matches_ggml_vulkan_register_pressure() {
+        let m = find("llama-64x64", Precision::Fp32).unwrap();
+        let l = find("llama-128x128", Precision::Fp32).unwrap();
+        assert_eq!((m.invocations(), m.accumulators), (128, 32));
+        assert_eq!((l.invocations(), l.accumulators), (128, 128));
+        assert_eq!(llama_tile_for(64), "llama-64x64");
+        assert_eq!(llama_tile_for(65), "llama-128x128");
+    }
+
+    #[test]
+    fn grid_covers_ragged_shapes() {
+        let k = find("reg-4x4", Precision::Fp32).unwrap();
+        // 16x4 invocations x 4x4 outputs = 64 outputs x 16 tokens per workgroup.
+        assert_eq!(k.grid(17, 65), (2, 2));
+        assert_eq!(k.grid(16, 64), (1, 1));
+        let t = find("tiled-128x64", Precision::Fp32).unwrap();
+        assert_eq!(t.grid(512, 11008), (4, 172));
+    }
+
+    #[test]
+    fn extra_tiles_parse_and_are_checked() {
+        let t = parse_tiles("128x128x16x8x8, 64x64x16x4x4").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].name, "tiled-128x128-k16-8x8");
+        assert_eq!(t[0].invocations(), 256);
+        assert!(parse_tiles("128x128x16x8")
+            .unwrap_err()
+            .contains("five numbers"));
+        assert!(parse_tiles("128x128x6x8x8")
+            .unwrap_err()
+            .contains("contract"));
+        assert!(parse_tiles("4x4x4x8x8").unwrap_err().contains("TM <= BM"));
+    }
+
+    #[test]
+    fn precision_names_parse() {
+        assert_eq!(Precision::parse("Q4_0"), Ok(Precision::Q4_0));
+        assert!(Precision::parse("bf16").unwrap_err().contains("fp32, fp16"));
+    }
+}

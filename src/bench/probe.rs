@@ -1,0 +1,278 @@
+//! `--probe-limits`: the panvk TLS/WLS reproducer (research/panvk-oom.md §7). Command buffers
+//! are recorded and ended, never submitted, and all stay alive, with a kernel that spills
+//! (128 accumulators, like llama.cpp's large tile) and one that does not (32, like the medium
+//! tile). panvk allocates the per-command-buffer scratch (TLS) at vkEndCommandBuffer, so the
+//! count at which that call fails shows the limit. A second test records many dispatches of a
+//! shared-memory kernel into one command buffer (a WLS buffer per dispatch). Both are bounded.
+
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use serde::Serialize;
+
+use super::kernels::{self, Precision, PROBE_SPILL};
+use super::runner::Bound;
+use super::spill::{self, KernelDiagnostics};
+use super::vk::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
+use crate::output::Style;
+
+/// At most this many command buffers per kernel (~10-20 alive is what breaks llama.cpp).
+pub const MAX_COMMAND_BUFFERS: usize = 64;
+/// At most this many dispatches in the WLS test's single command buffer.
+pub const MAX_DISPATCHES: usize = 1024;
+/// Each test stops after this long, whatever the count.
+const TIME_LIMIT: Duration = Duration::from_secs(20);
+/// 11008 rows / 128 per workgroup: one large-tile FFN dispatch at 72 tokens.
+const GROUPS: u32 = 86;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    /// 1-based count of the command buffer (or dispatch) whose call failed.
+    pub at: usize,
+    pub error: VkError,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRun {
+    pub test: String,
+    pub kernel: String,
+    pub accumulators: u32,
+    pub diagnostics: KernelDiagnostics,
+    pub recorded: usize,
+    pub bound: usize,
+    pub failure: Option<Failure>,
+    pub stopped_by_time: bool,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeResult {
+    pub schema_version: u32,
+    pub device: String,
+    pub driver: String,
+    pub runs: Vec<ProbeRun>,
+}
+
+pub fn run(gpu: &Gpu, progress: bool) -> Result<ProbeResult, VkError> {
+    let layouts = Layouts::new(gpu, 4)?;
+    let src = Buffer::storage(gpu, u64::from(GROUPS) * 128 * 64 * 8)?;
+    let dst = Buffer::storage(gpu, u64::from(GROUPS) * 128 * 4)?;
+    let set = layouts.bind(&[&src, &src, &dst])?;
+    let bound = Bound {
+        m: 0,
+        n: 0,
+        k: 0,
+        ldk: 0,
+        set,
+    };
+    let mut runs = Vec::new();
+    for (test, nacc) in [
+        ("command buffers", 128u32),
+        ("command buffers", 32),
+        ("dispatches in one command buffer", 32),
+    ] {
+        let name = format!("probe-spill-{nacc}");
+        if progress {
+            eprintln!("smoke-bench: probe: {test}, {name} (building the pipeline)");
+        }
+        let spec = kernels::fixed(&name, Precision::Fp32, PROBE_SPILL, vec![nacc], 128, GROUPS);
+        let pipe = Pipeline::new(gpu, &layouts, spec.spirv, &spec.spec)?;
+        let diagnostics = spill::diagnose(&gpu.info, "fp32", &name, pipe.statistics(gpu));
+        let per_cb = test.starts_with("dispatches");
+        let limit = if per_cb {
+            MAX_DISPATCHES
+        } else {
+            MAX_COMMAND_BUFFERS
+        };
+        if progress {
+            eprintln!("smoke-bench: probe: recording up to {limit} {test}");
+        }
+        let start = Instant::now();
+        let (recorded, failure, stopped_by_time) = if per_cb {
+            record_dispatches(gpu, &layouts, &pipe, &bound, limit)
+        } else {
+            record_command_buffers(gpu, &layouts, &pipe, &bound, limit)
+        };
+        runs.push(ProbeRun {
+            test: test.into(),
+            kernel: name,
+            accumulators: nacc,
+            diagnostics,
+            recorded,
+            bound: limit,
+            failure,
+            stopped_by_time,
+            seconds: start.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(ProbeResult {
+        schema_version: crate::output::SCHEMA_VERSION,
+        device: gpu.info.name.clone(),
+        driver: format!("{} {}", gpu.info.driver_name, gpu.info.driver_info),
+        runs,
+    })
+}
+
+fn dispatch(gpu: &Gpu, layouts: &Layouts, pipe: &Pipeline, b: &Bound, cb: vk::CommandBuffer) {
+    // SAFETY: cb is recording; pipeline, layout and set are valid.
+    unsafe {
+        gpu.device
+            .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipe.pipeline);
+        gpu.device.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::COMPUTE,
+            layouts.pipeline_layout,
+            0,
+            &[b.set],
+            &[],
+        );
+        gpu.device.cmd_dispatch(cb, GROUPS, 1, 1);
+    }
+}
+
+fn allocate(gpu: &Gpu, n: u32) -> Result<Vec<vk::CommandBuffer>, VkError> {
+    // SAFETY: plain allocation from the device's pool.
+    unsafe {
+        gpu.device
+            .allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(gpu.command_pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(n),
+            )
+            .call("vkAllocateCommandBuffers")
+    }
+}
+
+fn record_command_buffers(
+    gpu: &Gpu,
+    layouts: &Layouts,
+    pipe: &Pipeline,
+    b: &Bound,
+    limit: usize,
+) -> (usize, Option<Failure>, bool) {
+    let start = Instant::now();
+    let mut alive: Vec<vk::CommandBuffer> = Vec::new();
+    let mut outcome = (0, None, false);
+    for i in 0..limit {
+        if start.elapsed() > TIME_LIMIT {
+            outcome.2 = true;
+            break;
+        }
+        let step = (|| -> Result<(), VkError> {
+            let cb = allocate(gpu, 1)?[0];
+            alive.push(cb);
+            // SAFETY: cb is new; it is never submitted and is freed below.
+            unsafe {
+                gpu.device
+                    .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+                    .call("vkBeginCommandBuffer")?;
+                dispatch(gpu, layouts, pipe, b, cb);
+                gpu.device.end_command_buffer(cb).call("vkEndCommandBuffer")
+            }
+        })();
+        match step {
+            Ok(()) => outcome.0 = i + 1,
+            Err(error) => {
+                outcome.1 = Some(Failure { at: i + 1, error });
+                break;
+            }
+        }
+    }
+    // SAFETY: none of these command buffers was submitted.
+    unsafe { gpu.device.free_command_buffers(gpu.command_pool, &alive) };
+    outcome
+}
+
+fn record_dispatches(
+    gpu: &Gpu,
+    layouts: &Layouts,
+    pipe: &Pipeline,
+    b: &Bound,
+    limit: usize,
+) -> (usize, Option<Failure>, bool) {
+    let cb = match allocate(gpu, 1) {
+        Ok(c) => c[0],
+        Err(error) => return (0, Some(Failure { at: 1, error }), false),
+    };
+    let start = Instant::now();
+    let mut outcome = (0, None, false);
+    // SAFETY: cb is new, never submitted, freed below.
+    unsafe {
+        if let Err(error) = gpu
+            .device
+            .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
+            .call("vkBeginCommandBuffer")
+        {
+            gpu.device.free_command_buffers(gpu.command_pool, &[cb]);
+            return (0, Some(Failure { at: 1, error }), false);
+        }
+        for i in 0..limit {
+            if start.elapsed() > TIME_LIMIT {
+                outcome.2 = true;
+                break;
+            }
+            dispatch(gpu, layouts, pipe, b, cb);
+            outcome.0 = i + 1;
+        }
+        if let Err(error) = gpu.device.end_command_buffer(cb).call("vkEndCommandBuffer") {
+            outcome.1 = Some(Failure {
+                at: outcome.0,
+                error,
+            });
+        }
+        gpu.device.free_command_buffers(gpu.command_pool, &[cb]);
+    }
+    outcome
+}
+
+pub fn render(r: &ProbeResult, style: Style) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} {} ({})",
+        style.bold("rvl smoke-bench --probe-limits:"),
+        r.device,
+        r.driver
+    );
+    let _ = writeln!(
+        o,
+        "recorded and ended without submitting; all stay alive until the end of each test"
+    );
+    for run in &r.runs {
+        let spills = run
+            .diagnostics
+            .spills
+            .map(|s| format!("{s:.0} spills"))
+            .unwrap_or_else(|| "spills not exposed".into());
+        let scratch = run
+            .diagnostics
+            .scratch
+            .as_ref()
+            .map(|s| {
+                format!(
+                    ", predicted panvk scratch {:.0} MiB per command buffer",
+                    s.bytes_per_command_buffer as f64 / 1048576.0
+                )
+            })
+            .unwrap_or_default();
+        let verdict = match &run.failure {
+            Some(f) => style.red(&format!("failed at {} #{}: {}", run.test, f.at, f.error)),
+            None if run.stopped_by_time => style.yellow(&format!(
+                "{} recorded, stopped by the time limit",
+                run.recorded
+            )),
+            None => style.green(&format!(
+                "{} of {} recorded, no failure",
+                run.recorded, run.bound
+            )),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<32} {:<16} ({} accumulators, {spills}{scratch}): {verdict}",
+            run.test, run.kernel, run.accumulators
+        );
+    }
+    o
+}

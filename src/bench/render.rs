@@ -1,0 +1,333 @@
+//! Human output: a short header, the per-ubatch table (the headline), the best kernel per shape
+//! at the largest ubatch, kernel diagnostics, problems and notes.
+
+use std::fmt::Write;
+
+use super::kernels::Precision;
+use super::report::{Report, Stack, Status};
+use crate::output::Style;
+
+fn fmt_s(s: f64) -> String {
+    if s >= 100.0 {
+        format!("{s:.0} s")
+    } else if s >= 1.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+fn fmt_rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn status_cell(style: Style, s: &Stack) -> String {
+    match s.status {
+        Status::Ok => style.green("ok"),
+        Status::Wrong => style.red("wrong"),
+        Status::Error => style.red("error"),
+        Status::Skipped => style.yellow("skipped"),
+    }
+}
+
+pub fn render(r: &Report, style: Style) -> String {
+    let mut o = String::new();
+    let d = &r.device;
+    let _ = writeln!(
+        o,
+        "{} {} ({:.2} GFLOP/token in GEMMs), {:?} run",
+        style.bold("rvl smoke-bench:"),
+        r.model.model.name,
+        r.model.gflop_per_token,
+        r.size
+    );
+    let _ = writeln!(
+        o,
+        "device {}: {} [{}], {} {} ({}), Vulkan {}",
+        d.index, d.name, d.kind, d.driver_name, d.driver_version, d.driver_info, d.api_version
+    );
+    let yn = |b: bool| if b { "yes" } else { "no" };
+    let _ = writeln!(
+        o,
+        "  fp16 {} | int8 dot {}{} | subgroup {} | shared memory {} KiB | timestamps {}",
+        yn(d.fp16),
+        yn(d.int8_dot),
+        if d.int8_dot && !d.int8_dot_accelerated {
+            " (not accelerated)"
+        } else {
+            ""
+        },
+        d.subgroup_size,
+        d.max_shared_memory / 1024,
+        yn(d.timestamp_period_ns.is_some())
+    );
+    if r.devices.len() > 1 {
+        let others: Vec<String> = r
+            .devices
+            .iter()
+            .filter(|x| x.index != d.index)
+            .map(|x| format!("{}: {} [{}]", x.index, x.name, x.kind))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  other devices: {} (choose with --device)",
+            others.join(", ")
+        );
+    }
+    match &r.gpu_clock {
+        Some(c) => {
+            let mhz = |hz: Option<u64>| {
+                hz.map(|h| format!("{} MHz", h / 1_000_000))
+                    .unwrap_or_else(|| "?".into())
+            };
+            let _ = writeln!(
+                o,
+                "GPU clock ({}): {} of {}, governor {}",
+                c.device,
+                mhz(c.cur_freq_hz),
+                mhz(c.max_freq_hz),
+                c.governor.as_deref().unwrap_or("?")
+            );
+        }
+        None => {
+            let _ = writeln!(o, "GPU clock: not readable (no /sys/class/devfreq/*gpu*)");
+        }
+    }
+    let peaks: Vec<String> = r
+        .peak
+        .iter()
+        .map(|p| match (p.gflops, &p.error) {
+            (Some(g), _) => format!(
+                "{} {} {}",
+                p.precision.name(),
+                fmt_rate(g),
+                if p.precision == Precision::Int8 {
+                    "GOP/s"
+                } else {
+                    "GFLOP/s"
+                }
+            ),
+            (None, Some(e)) => format!("{} failed: {e}", p.precision.name()),
+            (None, None) => format!("{} not measured", p.precision.name()),
+        })
+        .collect();
+    if !peaks.is_empty() {
+        let _ = writeln!(
+            o,
+            "measured peak (FMA / int8 dot loops): {}",
+            peaks.join(" | ")
+        );
+    }
+
+    // The headline: per ubatch, each stack, with the CPU next to it.
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{}",
+        style.bold(&format!(
+            "{:>6}  {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "ubatch",
+            "precision/kernels",
+            "status",
+            "layers",
+            "GFLOP/s",
+            "pred t/s",
+            "5000 tok",
+            "CPU t/s",
+            "GPU/CPU"
+        ))
+    );
+    for u in &r.ubatches {
+        let mut first = true;
+        for s in &u.stacks {
+            let label = format!("{} {}", s.precision.name(), s.label);
+            let layers = if s.layers_recorded == 0 {
+                "-".to_string()
+            } else if s.extrapolated || s.sliced {
+                format!("~{}/{}", s.layers_recorded, s.layers_model)
+            } else {
+                s.layers_recorded.to_string()
+            };
+            let (cpu, ratio) = if first {
+                (
+                    u.cpu
+                        .as_ref()
+                        .map(|c| fmt_rate(c.predicted_tokens_per_s))
+                        .unwrap_or_else(|| "-".into()),
+                    u.gpu_cpu_ratio
+                        .map(|x| format!("{x:.2}x"))
+                        .unwrap_or_else(|| "-".into()),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            let _ = writeln!(
+                o,
+                "{:>6}  {:<18} {:<8} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8}",
+                if first {
+                    u.ubatch.to_string()
+                } else {
+                    String::new()
+                },
+                label,
+                status_cell(style, s),
+                layers,
+                s.gflops.map(fmt_rate).unwrap_or_else(|| "-".into()),
+                s.predicted_tokens_per_s
+                    .map(fmt_rate)
+                    .unwrap_or_else(|| "-".into()),
+                s.prompt_5000_s.map(fmt_s).unwrap_or_else(|| "-".into()),
+                cpu,
+                ratio
+            );
+            if let Some(e) = &s.error {
+                let _ = writeln!(o, "{:>8}{}", "", style.red(&format!("└ {e}")));
+            } else if let Some(reason) = &s.reason {
+                let _ = writeln!(o, "{:>8}{}", "", style.dim(&format!("└ {reason}")));
+            }
+            first = false;
+        }
+    }
+
+    // Best kernel per shape at the largest ubatch that has results.
+    if let Some(u) = r
+        .ubatches
+        .iter()
+        .rev()
+        .find(|u| u.screens.iter().any(|s| s.status == Status::Ok))
+    {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "{}",
+            style.bold(&format!(
+                "best kernel per shape at ubatch {} (efficiency = GFLOP/s / measured peak; error vs CPU reference)",
+                u.ubatch
+            ))
+        );
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for s in &u.screens {
+            let key = (s.precision.name().to_string(), s.gemm.clone());
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        for (p, g) in keys {
+            let best = u
+                .screens
+                .iter()
+                .filter(|s| s.precision.name() == p && s.gemm == g && s.status == Status::Ok)
+                .min_by(|a, b| {
+                    a.seconds
+                        .unwrap_or(f64::MAX)
+                        .total_cmp(&b.seconds.unwrap_or(f64::MAX))
+                });
+            if let Some(b) = best {
+                let _ = writeln!(
+                    o,
+                    "  {:<5} {:<5} {:<11} {:<14} {:>9} GFLOP/s {:>6}  err {:.1e} <= {:.0e}",
+                    p,
+                    g,
+                    b.shape,
+                    b.kernel,
+                    fmt_rate(b.gflops.unwrap_or(0.0)),
+                    b.efficiency
+                        .map(|e| format!("{:.0}%", e * 100.0))
+                        .unwrap_or_else(|| "-".into()),
+                    b.max_error.unwrap_or(0.0),
+                    b.tolerance
+                );
+            }
+        }
+    }
+
+    // Kernel diagnostics.
+    let _ = writeln!(o);
+    if r.kernels.iter().all(|k| k.statistics.is_empty()) {
+        let _ = writeln!(
+            o,
+            "kernel registers/spills: not exposed by this driver (no VK_KHR_pipeline_executable_properties)"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{}",
+            style.bold("kernel registers / spills / fills (driver statistics)")
+        );
+        for k in &r.kernels {
+            let n = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "?".into());
+            let mut line = format!(
+                "  {:<5} {:<14} regs {:>4}  spills {:>5}  fills {:>5}",
+                k.precision,
+                k.kernel,
+                n(k.registers),
+                n(k.spills),
+                n(k.fills)
+            );
+            if let Some(s) = &k.scratch {
+                if s.allocates {
+                    let _ = write!(
+                        line,
+                        "  {}",
+                        style.red(&format!(
+                            "panvk scratch {:.0} MiB per command buffer",
+                            s.bytes_per_command_buffer as f64 / 1048576.0
+                        ))
+                    );
+                } else {
+                    let _ = write!(line, "  no panvk scratch");
+                }
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        if let Some(s) = r.kernels.iter().find_map(|k| k.scratch.as_ref()) {
+            let _ = writeln!(
+                o,
+                "  scratch = next_pow2(TLS/thread) x {} threads x core_id_range {} (mask {:#x}; {}); TLS from {}",
+                s.max_threads_per_core, s.core_id_range, s.core_mask, s.topology_source, s.tls_source
+            );
+        }
+    }
+
+    // Problems: kernels that failed or were wrong.
+    let bad: Vec<String> = r
+        .ubatches
+        .iter()
+        .flat_map(|u| u.screens.iter().map(move |s| (u.ubatch, s)))
+        .filter(|(_, s)| matches!(s.status, Status::Wrong | Status::Error))
+        .map(|(ub, s)| match (&s.error, s.max_error) {
+            (Some(e), _) => format!(
+                "ubatch {ub} {} {} {}: {e}",
+                s.precision.name(),
+                s.kernel,
+                s.gemm
+            ),
+            (None, Some(err)) => format!(
+                "ubatch {ub} {} {} {}: wrong result, error {err:.2e} > tolerance {:.0e}",
+                s.precision.name(),
+                s.kernel,
+                s.gemm,
+                s.tolerance
+            ),
+            _ => String::new(),
+        })
+        .collect();
+    if !bad.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{}", style.red("problems:"));
+        for b in bad {
+            let _ = writeln!(o, "  ✗ {b}");
+        }
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(o);
+        for n in &r.notes {
+            let _ = writeln!(o, "{}", style.dim(&format!("note: {n}")));
+        }
+    }
+    o
+}

@@ -1,0 +1,133 @@
+// Shared-memory tiled GEMM shaped like llama.cpp's ggml-vulkan mul_mm (64x64 "medium" and
+// 128x128 "large" tiles), plus register micro-tiles, so the bench can show how that style fares
+// on each device and reproduce the register pressure of the large tile on Mali.
+//   C[m][n] = sum_k X[m][k] * W[n][k]   (X: M x ldk tokens, W: N x ldk weights, C: M x N)
+// A workgroup computes a BM x BN tile of C; workgroup x walks the M tiles and y the N tiles, so
+// the few workgroups that share a weight tile run next to each other and hit it in L2. Each K step of BK stages X and W tiles in shared
+// memory, transposed to k-major so an invocation reads its TM tokens and TN outputs as vec4s.
+// Two shared buffers alternate, so one barrier per K step suffices: while the tile in one buffer
+// is multiplied, the next one is fetched into registers and then stored into the other buffer.
+// Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
+// BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded.
+#version 450
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = 1) const uint BM = 64;
+layout(constant_id = 2) const uint BN = 64;
+layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 8;
+
+const uint THREADS = gl_WorkGroupSize.x;
+const uint TX = BN / TN;  // invocations along N
+const uint TY = BM / TM;  // invocations along M
+const uint BK4 = BK / 4;
+const uint LOADS_X = BM * BK4 / THREADS;  // vec4 loads per invocation per K step
+const uint LOADS_W = BN * BK4 / THREADS;
+
+layout(push_constant) uniform Params {
+    uint M;
+    uint N;
+    uint K;
+    uint ldk;
+} p;
+
+layout(std430, binding = 0) readonly buffer Xbuf { vec4 x[]; };
+layout(std430, binding = 1) readonly buffer Wbuf { vec4 w[]; };
+layout(std430, binding = 2) writeonly buffer Cbuf { float c[]; };
+// The same buffer seen as vec4s, for 128-bit stores of whole output quads when N % 4 == 0.
+layout(std430, binding = 2) writeonly buffer Cbuf4 { vec4 c4[]; };
+
+// [buffer][k][row/4]: k-major, four rows per vec4.
+shared vec4 xs[2 * BK * (BM / 4)];
+shared vec4 ws[2 * BK * (BN / 4)];
+
+void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[LOADS_W]) {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint k4n = p.ldk / 4;
+    [[unroll]] for (uint l = 0; l < LOADS_X; l++) {
+        const uint idx = tid + l * THREADS;
+        const uint r = idx / BK4;
+        const uint kq = k0 / 4 + idx % BK4;
+        const uint row = min(m_base + r, p.M - 1);
+        rx[l] = kq < k4n ? x[row * k4n + kq] : vec4(0.0);
+    }
+    [[unroll]] for (uint l = 0; l < LOADS_W; l++) {
+        const uint idx = tid + l * THREADS;
+        const uint r = idx / BK4;
+        const uint kq = k0 / 4 + idx % BK4;
+        const uint row = min(n_base + r, p.N - 1);
+        rw[l] = kq < k4n ? w[row * k4n + kq] : vec4(0.0);
+    }
+}
+
+void stash(uint buf, in vec4 rx[LOADS_X], in vec4 rw[LOADS_W]) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint l = 0; l < LOADS_X; l++) {
+        const uint idx = tid + l * THREADS;
+        const uint r = idx / BK4;
+        const uint kb = (buf * BK + (idx % BK4) * 4) * (BM / 4) + r / 4;
+        [[unroll]] for (uint e = 0; e < 4; e++) xs[kb + e * (BM / 4)][r % 4] = rx[l][e];
+    }
+    [[unroll]] for (uint l = 0; l < LOADS_W; l++) {
+        const uint idx = tid + l * THREADS;
+        const uint r = idx / BK4;
+        const uint kb = (buf * BK + (idx % BK4) * 4) * (BN / 4) + r / 4;
+        [[unroll]] for (uint e = 0; e < 4; e++) ws[kb + e * (BN / 4)][r % 4] = rw[l][e];
+    }
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint tx = tid % TX;
+    const uint ty = tid / TX;
+    const uint m_base = gl_WorkGroupID.x * BM;
+    const uint n_base = gl_WorkGroupID.y * BN;
+    const bool quads = (p.N & 3u) == 0u;
+
+    vec4 acc[TM * TN / 4];
+    [[unroll]] for (uint a = 0; a < TM * TN / 4; a++) acc[a] = vec4(0.0);
+
+    vec4 rx[LOADS_X];
+    vec4 rw[LOADS_W];
+    fetch(0, m_base, n_base, rx, rw);
+    stash(0, rx, rw);
+    barrier();
+
+    const uint steps = (p.ldk + BK - 1) / BK;
+    for (uint s = 0; s < steps; s++) {
+        const uint cur = s & 1u;
+        const bool more = s + 1 < steps;
+        if (more) fetch((s + 1) * BK, m_base, n_base, rx, rw);
+        [[unroll]] for (uint kk = 0; kk < BK; kk++) {
+            vec4 a[TM / 4];
+            vec4 b[TN / 4];
+            [[unroll]] for (uint g = 0; g < TM / 4; g++) a[g] = xs[(cur * BK + kk) * (BM / 4) + ty + g * TY];
+            [[unroll]] for (uint h = 0; h < TN / 4; h++) b[h] = ws[(cur * BK + kk) * (BN / 4) + tx + h * TX];
+            [[unroll]] for (uint g = 0; g < TM / 4; g++)
+                [[unroll]] for (uint r = 0; r < 4; r++)
+                    [[unroll]] for (uint h = 0; h < TN / 4; h++)
+                        acc[(g * 4 + r) * (TN / 4) + h] += a[g][r] * b[h];
+        }
+        if (more) stash(cur ^ 1u, rx, rw);
+        barrier();
+    }
+
+    [[unroll]] for (uint g = 0; g < TM / 4; g++) {
+        [[unroll]] for (uint r = 0; r < 4; r++) {
+            const uint m = m_base + (ty + g * TY) * 4 + r;
+            if (m >= p.M) continue;
+            [[unroll]] for (uint h = 0; h < TN / 4; h++) {
+                const uint n = n_base + (tx + h * TX) * 4;
+                const vec4 v = acc[(g * 4 + r) * (TN / 4) + h];
+                if (quads && n + 3 < p.N) {
+                    c4[(m * p.N + n) / 4] = v;
+                } else {
+                    [[unroll]] for (uint e = 0; e < 4; e++)
+                        if (n + e < p.N) c[m * p.N + n + e] = v[e];
+                }
+            }
+        }
+    }
+}

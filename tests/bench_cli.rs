@@ -1,0 +1,259 @@
+//! `rvl smoke-bench` end to end: the no-Vulkan errors, the JSON document, an injected driver
+//! failure that is reported while the sweep goes on, save/compare, and --probe-limits.
+//! Runs on the "tiny" preset so lavapipe on two cores finishes in seconds.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn vulkan_present() -> bool {
+    match rvl::bench::vk::Instance::load() {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
+                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
+            }
+            eprintln!(
+                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
+            );
+            false
+        }
+    }
+}
+
+fn rvl() -> Command {
+    let mut c = Command::cargo_bin("rvl").unwrap();
+    c.env_remove(rvl::bench::inject::ENV);
+    c
+}
+
+fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) {
+    let mut cmd = rvl();
+    cmd.args([
+        "smoke-bench",
+        "--model",
+        "tiny",
+        "--ubatch",
+        "8,16",
+        "--quick",
+        "--no-cpu",
+        "--json",
+    ]);
+    cmd.args(extra);
+    if let Some((k, v)) = env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let doc: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON only ({e}): {stdout}"));
+    (
+        out.status.code().unwrap(),
+        doc,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn missing_loader_is_no_vulkan_not_a_panic() {
+    let out = rvl()
+        .args(["smoke-bench", "--quick"])
+        .env("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Vulkan loader") && err.contains("apt-get install libvulkan1"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn no_driver_is_no_vulkan_with_a_hint() {
+    let out = rvl()
+        .args(["smoke-bench", "--quick", "--json"])
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(8),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("VK_DRIVER_FILES") || err.contains("no device"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let out = rvl()
+        .args(["smoke-bench", "--precision", "fp8"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown precision"));
+    let out = rvl()
+        .args(["smoke-bench"])
+        .env(rvl::bench::inject::ENV, "soon:vkQueueSubmit")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UBATCH:CALL[:RESULT]"));
+}
+
+#[test]
+fn json_run_has_schema_checks_and_stacks() {
+    if !vulkan_present() {
+        return;
+    }
+    let (code, doc, stderr) = tiny_json(&["--precision", "fp32,q4_0"], None);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["schema_version"], 1);
+    assert!(doc["device"]["name"].is_string());
+    assert_eq!(doc["model"]["name"], "tiny");
+    assert!(doc["peak"][0]["gflops"].as_f64().unwrap() > 0.0);
+    let ubs = doc["ubatches"].as_array().unwrap();
+    assert_eq!(ubs.len(), 2);
+    for u in ubs {
+        let screens = u["screens"].as_array().unwrap();
+        assert!(screens
+            .iter()
+            .any(|s| s["status"] == "ok" && s["precision"] == "q4_0"));
+        for s in screens.iter().filter(|s| s["status"] == "ok") {
+            assert!(s["max_error"].as_f64().unwrap() <= s["tolerance"].as_f64().unwrap());
+        }
+        let stacks = u["stacks"].as_array().unwrap();
+        let best = stacks
+            .iter()
+            .find(|s| s["label"] == "best" && s["precision"] == "fp32")
+            .unwrap();
+        assert_eq!(best["status"], "ok");
+        assert!(best["predicted_tokens_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(best["dispatches"].as_u64().unwrap() % 5, 0);
+    }
+    assert!(stderr.contains("smoke-bench:"), "progress goes to stderr");
+}
+
+#[test]
+fn injected_failure_is_reported_and_the_sweep_continues() {
+    if !vulkan_present() {
+        return;
+    }
+    let (code, doc, stderr) = tiny_json(
+        &["--precision", "fp32"],
+        Some((rvl::bench::inject::ENV, "8:vkEndCommandBuffer")),
+    );
+    assert_eq!(code, 1, "a failed ubatch is a problem: {stderr}");
+    let ubs = doc["ubatches"].as_array().unwrap();
+    let failed = &ubs[0]["stacks"][0];
+    assert_eq!(ubs[0]["ubatch"], 8);
+    assert_eq!(failed["status"], "error");
+    assert_eq!(failed["error"]["call"], "vkEndCommandBuffer");
+    assert_eq!(failed["error"]["result"], "VK_ERROR_OUT_OF_DEVICE_MEMORY");
+    assert_eq!(failed["error"]["injected"], true);
+    assert_eq!(ubs[1]["ubatch"], 16);
+    assert_eq!(ubs[1]["stacks"][0]["status"], "ok");
+
+    // The human table shows the failing call too.
+    let out = rvl()
+        .args([
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8,16",
+            "--quick",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+        ])
+        .env(
+            rvl::bench::inject::ENV,
+            "16:vkQueueSubmit:VK_ERROR_DEVICE_LOST",
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("vkQueueSubmit returned VK_ERROR_DEVICE_LOST (injected)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn save_then_compare() {
+    if !vulkan_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("before.json");
+    let saved_s = saved.to_str().unwrap();
+    let (code, _, stderr) = tiny_json(&["--precision", "fp32", "--save", saved_s], None);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, doc, stderr) = tiny_json(&["--precision", "fp32", "--compare", saved_s], None);
+    assert_eq!(code, 0, "{stderr}");
+    let rows = doc["comparison"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0]["change"].is_number());
+    assert!(
+        doc["comparison"].get("warning").is_none(),
+        "same model and size"
+    );
+    // A run of another size (here: default vs quick) does not compare: the output says so.
+    let out = rvl()
+        .args([
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+            "--compare",
+            saved_s,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the numbers do not compare"), "{text}");
+
+    std::fs::write(dir.path().join("junk.json"), "[1, 2").unwrap();
+    let out = rvl()
+        .args(["smoke-bench", "--compare"])
+        .arg(dir.path().join("junk.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.json"));
+}
+
+#[test]
+fn probe_limits_is_bounded_and_reports_each_test() {
+    if !vulkan_present() {
+        return;
+    }
+    let out = rvl()
+        .args(["smoke-bench", "--probe-limits", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[0]["accumulators"], 128);
+    for r in runs {
+        assert!(r["recorded"].as_u64().unwrap() <= r["bound"].as_u64().unwrap());
+    }
+}

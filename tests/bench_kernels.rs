@@ -1,0 +1,107 @@
+//! Every GEMM kernel variant, on lavapipe (or whatever Vulkan device is present), against the
+//! f64 reference on every output entry, for shapes that are and are not multiples of the tiles.
+//! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
+
+use rvl::bench::gemm::compute_once;
+use rvl::bench::kernels::{catalogue, Precision};
+use rvl::bench::operands::{max_error, pack, random_values, Side};
+use rvl::bench::runner::Runner;
+use rvl::bench::vk::{pick_device, Gpu, Instance};
+
+fn instance() -> Option<Instance> {
+    match Instance::load() {
+        Ok(i) => Some(i),
+        Err(e) => {
+            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
+                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
+            }
+            eprintln!(
+                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
+            );
+            None
+        }
+    }
+}
+
+/// (tokens, outputs, K): tiny, ragged in every dimension, spanning several tiles, one token.
+fn shapes(precision: Precision) -> Vec<(u32, u32, u32)> {
+    match precision.k_block() {
+        1 => vec![(1, 1, 1), (17, 37, 45), (130, 131, 70), (5, 260, 12)],
+        _ => vec![(1, 1, 32), (17, 37, 96), (130, 131, 64), (5, 260, 32)],
+    }
+}
+
+#[test]
+fn every_kernel_matches_the_cpu_reference_on_ragged_shapes() {
+    let Some(inst) = instance() else { return };
+    let index = pick_device(&inst.devices, None).expect("a device");
+    let gpu = Gpu::open(&inst, index).expect("open device");
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let mut checked = 0;
+    for spec in catalogue() {
+        if let Some(reason) = spec.unsupported_reason(&gpu.info) {
+            eprintln!(
+                "{} {}: not supported here ({reason})",
+                spec.precision.name(),
+                spec.name
+            );
+            continue;
+        }
+        for (m, n, k) in shapes(spec.precision) {
+            let x = pack(
+                spec.precision,
+                Side::Activations,
+                m,
+                k,
+                &random_values(m, k, 1),
+            );
+            let w = pack(spec.precision, Side::Weights, n, k, &random_values(n, k, 2));
+            let c = compute_once(&mut runner, &spec, &x, &w).unwrap_or_else(|e| {
+                panic!("{} {} {m}x{n}x{k}: {e}", spec.precision.name(), spec.name)
+            });
+            let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+            let err = max_error(&c, n, &x, &w, &all);
+            assert!(
+                err <= spec.precision.tolerance(),
+                "{} {} on {m}x{n}x{k}: error {err:e} above {:e}",
+                spec.precision.name(),
+                spec.name,
+                spec.precision.tolerance()
+            );
+            checked += 1;
+        }
+    }
+    // fp32 (8 variants) must always run; lavapipe also runs fp16, int8 and q4_0.
+    assert!(checked >= 8 * 4, "only {checked} kernel/shape pairs ran");
+}
+
+#[test]
+fn a_wrong_kernel_is_caught_by_the_check() {
+    let Some(inst) = instance() else { return };
+    let index = pick_device(&inst.devices, None).expect("a device");
+    let gpu = Gpu::open(&inst, index).expect("open device");
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let spec = catalogue().into_iter().next().expect("a kernel");
+    let (m, n, k) = (9, 33, 20);
+    let x = pack(
+        Precision::Fp32,
+        Side::Activations,
+        m,
+        k,
+        &random_values(m, k, 5),
+    );
+    let w = pack(
+        Precision::Fp32,
+        Side::Weights,
+        n,
+        k,
+        &random_values(n, k, 6),
+    );
+    let mut c = compute_once(&mut runner, &spec, &x, &w).expect("run");
+    let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    assert!(max_error(&c, n, &x, &w, &all) <= Precision::Fp32.tolerance());
+    // Drop the last K column's contribution from one entry: the kind of bug a ragged edge hides.
+    let last = (m * n - 1) as usize;
+    c[last] -= x.values[(m * k - 1) as usize] * w.values[(n * k - 1) as usize];
+    assert!(max_error(&c, n, &x, &w, &all) > Precision::Fp32.tolerance());
+}
