@@ -182,7 +182,7 @@ mod tests {
         let root = crate::host::Root::new(d.path());
         let profiles = Profiles::builtin().unwrap();
         let err = choose(&profiles, Some("rock5x"), &root).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::UNSUPPORTED);
+        assert_eq!(error::exit_code_of(&err), exit::USAGE);
         assert!(err.to_string().contains("`rock5x`"));
         let err = choose(&profiles, None, &root).unwrap_err();
         assert!(err.to_string().contains("pass --board"));
