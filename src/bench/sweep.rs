@@ -13,7 +13,7 @@ use super::model::Gemm;
 use super::operands::{check_points, max_error, pack, random_values, Packed, Side};
 use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
-use super::runner::{median, Bound, Runner};
+use super::runner::{median, warmup_runs, Bound, Runner};
 use super::spill::{self, KernelDiagnostics};
 use super::vk::{Buffer, VkError};
 
@@ -584,6 +584,13 @@ impl Sweep<'_, '_> {
         } else {
             let left = (share - start.elapsed().as_secs_f64()).max(0.0);
             ((left / (est_layer_s.max(1e-9) * runs)) as u32).clamp(1, model_layers)
+        };
+        // Whole-stack warm-up submissions: at least one, and enough to keep the device busy for
+        // WARM_S (its clock must be up before the timed runs; see Runner::time_single).
+        let warmup = if slow {
+            0
+        } else {
+            warmup.max(warmup_runs(est_layer_s * f64::from(layers)).min(50))
         };
         let mut stack = empty_stack(p, label, Status::Ok, None, None, model_layers);
         stack.kernels = layer
