@@ -385,6 +385,49 @@ impl Sweep<'_, '_> {
             }
         }
 
+        // 1b. On GPUs, time the correct kernels again back to back per shape, with no host work
+        // in between, and keep those times (see Runner::time_many).
+        if !self.runner.gpu.info.is_cpu() && self.runner.timestamps() && self.lost.is_none() {
+            for &gi in &distinct {
+                let g = &layer[gi];
+                let ok: Vec<usize> = (0..screens.len())
+                    .filter(|&i| screens[i].gemm == g.name && screens[i].status == Status::Ok)
+                    .collect();
+                let items: Vec<(&KernelSpec, Bound)> = ok
+                    .iter()
+                    .filter_map(|&i| variants.iter().find(|v| v.name == screens[i].kernel))
+                    .map(|v| (v, bounds[gi]))
+                    .collect();
+                if items.len() != ok.len() || items.is_empty() {
+                    continue;
+                }
+                let warm = warmup_runs(screens[ok[0]].seconds.unwrap_or(0.0));
+                match self.runner.time_many(&items, warm, self.plan.reps()) {
+                    Ok(times) => {
+                        let run = &run_layer[gi];
+                        for (&i, t) in ok.iter().zip(times) {
+                            if let Some(secs) = median(&t) {
+                                let gflops = run.flops(ub) / secs / 1e9;
+                                screens[i].seconds = Some(secs);
+                                screens[i].gflops = Some(gflops);
+                                screens[i].efficiency = self.peak_for(p).map(|peak| gflops / peak);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.problems = true;
+                        if e.is_device_lost() {
+                            self.lost = Some(e.clone());
+                        }
+                        for &i in &ok {
+                            screens[i].status = Status::Error;
+                            screens[i].error = Some(e.clone());
+                        }
+                    }
+                }
+            }
+        }
+
         // 2. The fastest correct kernel per shape.
         let mut best: HashMap<(u32, u32), (&KernelSpec, f64)> = HashMap::new();
         for s in screens.iter().filter(|s| s.status == Status::Ok) {
