@@ -200,7 +200,10 @@ impl<'g> Runner<'g> {
         }
     }
 
-    /// Run one GEMM `1 + reps` times (the first is a warm-up) and return the timed durations.
+    /// Run one GEMM alone: once to size a warm-up, then `warm-up + reps` times in one command
+    /// buffer, and return the `reps` timed durations. The warm-up keeps the device busy for
+    /// [`WARM_S`] first, because a GPU that idled during the host's checks drops its clock
+    /// (an H200 falls to 345 MHz) and a millisecond kernel would be timed on the way back up.
     pub fn time_single(
         &mut self,
         spec: &KernelSpec,
@@ -208,30 +211,16 @@ impl<'g> Runner<'g> {
         reps: usize,
     ) -> Result<Vec<f64>, VkError> {
         let pipe = self.pipeline(spec)?.pipeline;
-        let runs = reps + 1;
         if self.timestamps() {
-            self.ensure_queries(runs as u32 + 1)?;
-            one_shot(self.gpu, |cb| {
-                // SAFETY: cb is recording; the range is within the pool.
-                unsafe {
-                    self.gpu
-                        .device
-                        .cmd_reset_query_pool(cb, self.query_pool, 0, runs as u32 + 1)
-                };
-                self.record_timestamp(cb, 0);
-                for r in 0..runs {
-                    self.record_dispatch(cb, pipe, spec, g);
-                    self.record_barrier(cb);
-                    self.record_timestamp(cb, r as u32 + 1);
-                }
-            })?;
-            let ts = self.read_queries(runs as u32 + 1)?;
-            Ok((1..runs)
-                .map(|r| self.ticks_to_s(ts[r + 1].saturating_sub(ts[r])))
-                .collect())
+            let probe = self.timed_dispatches(pipe, spec, g, 0, 1)?[0];
+            if reps == 0 {
+                return Ok(Vec::new());
+            }
+            let warm = warmup_runs(probe);
+            self.timed_dispatches(pipe, spec, g, warm, reps)
         } else {
             let mut times = Vec::with_capacity(reps);
-            for r in 0..runs {
+            for r in 0..=reps {
                 let start = Instant::now();
                 one_shot(self.gpu, |cb| self.record_dispatch(cb, pipe, spec, g))?;
                 if r > 0 {
@@ -240,6 +229,94 @@ impl<'g> Runner<'g> {
             }
             Ok(times)
         }
+    }
+
+    /// Time several kernels back to back in one command buffer, `reps` runs each, after
+    /// `warm` untimed runs of the first: no host work between them, so every kernel meets the
+    /// device in the same state (on an H200, kernels timed between host-side checks came out
+    /// up to 5x slower than the same kernels inside a busy stream).
+    pub fn time_many(
+        &mut self,
+        items: &[(&KernelSpec, Bound)],
+        warm: usize,
+        reps: usize,
+    ) -> Result<Vec<Vec<f64>>, VkError> {
+        if items.is_empty() || reps == 0 {
+            return Ok(vec![Vec::new(); items.len()]);
+        }
+        let mut pipes = Vec::with_capacity(items.len());
+        for (spec, _) in items {
+            pipes.push(self.pipeline(spec)?.pipeline);
+        }
+        let n = items.len() * reps;
+        self.ensure_queries(n as u32 + 1)?;
+        one_shot(self.gpu, |cb| {
+            // SAFETY: cb is recording; the range is within the pool.
+            unsafe {
+                self.gpu
+                    .device
+                    .cmd_reset_query_pool(cb, self.query_pool, 0, n as u32 + 1)
+            };
+            for _ in 0..warm {
+                self.record_dispatch(cb, pipes[0], items[0].0, &items[0].1);
+                self.record_barrier(cb);
+            }
+            self.record_timestamp(cb, 0);
+            let mut q = 1;
+            for (i, (spec, g)) in items.iter().enumerate() {
+                for _ in 0..reps {
+                    self.record_dispatch(cb, pipes[i], spec, g);
+                    self.record_barrier(cb);
+                    self.record_timestamp(cb, q);
+                    q += 1;
+                }
+            }
+        })?;
+        let ts = self.read_queries(n as u32 + 1)?;
+        Ok((0..items.len())
+            .map(|i| {
+                (0..reps)
+                    .map(|r| {
+                        let at = i * reps + r;
+                        self.ticks_to_s(ts[at + 1].saturating_sub(ts[at]))
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// One command buffer: `warm` untimed dispatches, then `n` timed ones.
+    fn timed_dispatches(
+        &mut self,
+        pipe: vk::Pipeline,
+        spec: &KernelSpec,
+        g: &Bound,
+        warm: usize,
+        n: usize,
+    ) -> Result<Vec<f64>, VkError> {
+        self.ensure_queries(n as u32 + 1)?;
+        one_shot(self.gpu, |cb| {
+            // SAFETY: cb is recording; the range is within the pool.
+            unsafe {
+                self.gpu
+                    .device
+                    .cmd_reset_query_pool(cb, self.query_pool, 0, n as u32 + 1)
+            };
+            for _ in 0..warm {
+                self.record_dispatch(cb, pipe, spec, g);
+                self.record_barrier(cb);
+            }
+            self.record_timestamp(cb, 0);
+            for r in 0..n {
+                self.record_dispatch(cb, pipe, spec, g);
+                self.record_barrier(cb);
+                self.record_timestamp(cb, r as u32 + 1);
+            }
+        })?;
+        let ts = self.read_queries(n as u32 + 1)?;
+        Ok((0..n)
+            .map(|r| self.ticks_to_s(ts[r + 1].saturating_sub(ts[r])))
+            .collect())
     }
 
     /// Record `items` (in order) into command buffers of `per_cb` dispatches, all of them before
@@ -379,6 +456,19 @@ impl Drop for Runner<'_> {
     }
 }
 
+/// Busy time before anything is timed (see [`Runner::time_single`]).
+pub const WARM_S: f64 = 0.05;
+
+/// Untimed runs of a job that takes `once` seconds needed to keep the device busy for
+/// [`WARM_S`]; none when one run is already that long (the run that measured it warmed up).
+pub fn warmup_runs(once: f64) -> usize {
+    if once >= WARM_S {
+        0
+    } else {
+        ((WARM_S / once.max(1e-6)).ceil() as usize).min(1000)
+    }
+}
+
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
@@ -396,6 +486,13 @@ pub fn median(values: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warmup_fills_the_warm_time_and_is_bounded() {
+        assert_eq!(warmup_runs(0.2), 0);
+        assert_eq!(warmup_runs(0.01), 5);
+        assert_eq!(warmup_runs(0.0), 1000);
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

@@ -13,7 +13,7 @@ use super::model::Gemm;
 use super::operands::{check_points, max_error, pack, random_values, Packed, Side};
 use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
-use super::runner::{median, Bound, Runner};
+use super::runner::{median, warmup_runs, Bound, Runner};
 use super::spill::{self, KernelDiagnostics};
 use super::vk::{Buffer, VkError};
 
@@ -385,6 +385,49 @@ impl Sweep<'_, '_> {
             }
         }
 
+        // 1b. On GPUs, time the correct kernels again back to back per shape, with no host work
+        // in between, and keep those times (see Runner::time_many).
+        if !self.runner.gpu.info.is_cpu() && self.runner.timestamps() && self.lost.is_none() {
+            for &gi in &distinct {
+                let g = &layer[gi];
+                let ok: Vec<usize> = (0..screens.len())
+                    .filter(|&i| screens[i].gemm == g.name && screens[i].status == Status::Ok)
+                    .collect();
+                let items: Vec<(&KernelSpec, Bound)> = ok
+                    .iter()
+                    .filter_map(|&i| variants.iter().find(|v| v.name == screens[i].kernel))
+                    .map(|v| (v, bounds[gi]))
+                    .collect();
+                if items.len() != ok.len() || items.is_empty() {
+                    continue;
+                }
+                let warm = warmup_runs(screens[ok[0]].seconds.unwrap_or(0.0));
+                match self.runner.time_many(&items, warm, self.plan.reps()) {
+                    Ok(times) => {
+                        let run = &run_layer[gi];
+                        for (&i, t) in ok.iter().zip(times) {
+                            if let Some(secs) = median(&t) {
+                                let gflops = run.flops(ub) / secs / 1e9;
+                                screens[i].seconds = Some(secs);
+                                screens[i].gflops = Some(gflops);
+                                screens[i].efficiency = self.peak_for(p).map(|peak| gflops / peak);
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        self.problems = true;
+                        if e.is_device_lost() {
+                            self.lost = Some(e.clone());
+                        }
+                        for &i in &ok {
+                            screens[i].status = Status::Error;
+                            screens[i].error = Some(e.clone());
+                        }
+                    }
+                }
+            }
+        }
+
         // 2. The fastest correct kernel per shape.
         let mut best: HashMap<(u32, u32), (&KernelSpec, f64)> = HashMap::new();
         for s in screens.iter().filter(|s| s.status == Status::Ok) {
@@ -584,6 +627,13 @@ impl Sweep<'_, '_> {
         } else {
             let left = (share - start.elapsed().as_secs_f64()).max(0.0);
             ((left / (est_layer_s.max(1e-9) * runs)) as u32).clamp(1, model_layers)
+        };
+        // Whole-stack warm-up submissions: at least one, and enough to keep the device busy for
+        // WARM_S (its clock must be up before the timed runs; see Runner::time_single).
+        let warmup = if slow {
+            0
+        } else {
+            warmup.max(warmup_runs(est_layer_s * f64::from(layers)).min(50))
         };
         let mut stack = empty_stack(p, label, Status::Ok, None, None, model_layers);
         stack.kernels = layer
