@@ -5,7 +5,7 @@
 pub const OK: i32 = 0;
 /// Doctor: at least one check failed (warnings count too with `--strict`).
 /// Setup: a step failed and what it had changed was rolled back.
-/// Smoke-bench: the run finished but a kernel produced a wrong result.
+/// Smoke-bench: the run finished but a kernel produced a wrong result or a Vulkan call failed.
 pub const PROBLEMS: i32 = 1;
 /// Usage error: bad flags or arguments (clap's own code).
 pub const USAGE: i32 = 2;
