@@ -2,15 +2,16 @@
 # Spill and scratch report for one compute shader on panvk (Mesa 26.1.6,
 # Mali-G610 via the noop DRM shim, under qemu):
 #
-#   scripts/panvk-lab/spill-report.sh SHADER.spv [--local X,Y,Z] [--groups X,Y,Z]
+#   scripts/panvk-lab/spill-report.sh SHADER.spv [--local X,Y,Z] [--groups X,Y,Z]...
 #        [--spec ID=VAL]... [--dispatches N] [--cmdbufs N] [--row] [--no-cache]
 #
 # Prints registers, spills, fills (VK_KHR_pipeline_executable_properties, and
 # BIFROST_MESA_DEBUG=shaderdb as a cross-check), the TLS buffer allocated at
 # vkEndCommandBuffer, the WLS buffer allocated per dispatch and the total
 # BO memory the command buffer made the driver allocate.
-# --row prints one tab-separated line instead (for tables):
-#   name spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
+# Each --groups shape is recorded into its own command buffer (one compile).
+# --row prints one tab-separated line per shape instead (for tables):
+#   name groups spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
 #
 # Results are cached under CACHE/reports/ by sha256 of the shader, the
 # arguments, the pins and the harness source: a big shader compiles for
@@ -70,38 +71,45 @@ spills=$(val stat.Spills)
 fills=$(val stat.Fills)
 regs=$(val stat.Registers_used)
 shaderdb=$(grep -o '[0-9]*:[0-9]* spills:fills.*registers used' "$dir/stderr.log" | head -n 1 || true)
+compile=$(val compile_seconds)
+shapes=$(val shapes)
 # Driver pool slabs are 64 KiB; anything bigger allocated at End is the TLS
 # (scratch) buffer, anything bigger while recording is WLS (shared memory).
 slab=65536
-end_largest=$(val bo.end.largest)
-rec_largest=$(val bo.record.largest)
-tls=0
-[ "${end_largest:-0}" -gt "$slab" ] && tls=$end_largest
-wls=0
-[ "${rec_largest:-0}" -gt "$slab" ] && wls=$rec_largest
-cmdbuf=$(( $(val bo.record.bytes) + $(val bo.end.bytes) ))
-end_result=$(val end_result.0)
-compile=$(val compile_seconds)
 
-if [ "$row" = 1 ]; then
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$shader")" "$spills" "$fills" "$regs" \
-        "$tls" "$wls" "$cmdbuf" "$end_result" "$compile"
-    exit 0
+if [ "$row" = 0 ]; then
+    echo "shader     $shader (sha256 $(sha256sum <"$shader" | cut -c1-16)...)"
+    echo "args       ${harness_args[*]:-(none)}"
+    echo "workgroup  $(val local.x),$(val local.y),$(val local.z)  dispatches/cmdbuf $(val dispatches)"
+    echo "device     $(val device), $(val driver)"
+    echo "compile    ${compile} s under qemu (cached in $dir)"
+    echo "registers  ${regs}   spills ${spills}   fills ${fills}   (shaderdb: ${shaderdb:-n/a})"
 fi
-echo "shader     $shader (sha256 $(sha256sum <"$shader" | cut -c1-16)...)"
-echo "args       ${harness_args[*]:-(none)}"
-echo "workgroup  $(val local.x),$(val local.y),$(val local.z)  groups $(val groups)  dispatches $(val dispatches)"
-echo "device     $(val device), $(val driver)"
-echo "compile    ${compile} s under qemu (cached in $dir)"
-echo "registers  ${regs}   spills ${spills}   fills ${fills}   (shaderdb: ${shaderdb:-n/a})"
-if [ "$tls" -gt 0 ]; then
-    echo "TLS BO     $tls B ($(mib "$tls")) allocated at vkEndCommandBuffer"
-else
-    echo "TLS BO     none"
-fi
-if [ "$wls" -gt 0 ]; then
-    echo "WLS BO     $wls B ($(mib "$wls")) per dispatch"
-else
-    echo "WLS BO     none above the 64 KiB pool slab"
-fi
-echo "cmdbuf     $cmdbuf B ($(mib "$cmdbuf")) of BOs for recording + End; vkEndCommandBuffer = $end_result"
+for ((g = 0; g < shapes; g++)); do
+    end_largest=$(val "bo.end.$g.largest")
+    rec_largest=$(val "bo.record.$g.largest")
+    tls=0
+    [ "${end_largest:-0}" -gt "$slab" ] && tls=$end_largest
+    wls=0
+    [ "${rec_largest:-0}" -gt "$slab" ] && wls=$rec_largest
+    cmdbuf=$(($(val "bo.record.$g.bytes") + $(val "bo.end.$g.bytes")))
+    end_result=$(val "end_result.$g.0")
+    groups=$(val "groups.$g")
+    if [ "$row" = 1 ]; then
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$shader")" "$groups" "$spills" "$fills" \
+            "$regs" "$tls" "$wls" "$cmdbuf" "$end_result" "$compile"
+        continue
+    fi
+    echo "groups     $groups"
+    if [ "$tls" -gt 0 ]; then
+        echo "  TLS BO   $tls B ($(mib "$tls")) allocated at vkEndCommandBuffer"
+    else
+        echo "  TLS BO   none"
+    fi
+    if [ "$wls" -gt 0 ]; then
+        echo "  WLS BO   $wls B ($(mib "$wls")) per dispatch"
+    else
+        echo "  WLS BO   none above the 64 KiB pool slab"
+    fi
+    echo "  cmdbuf   $cmdbuf B ($(mib "$cmdbuf")) of BOs for recording + End; vkEndCommandBuffer = $end_result"
+done

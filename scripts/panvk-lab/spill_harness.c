@@ -5,8 +5,11 @@
  * them, and print which buffer objects the driver allocated for that (with
  * the bolog preload: TLS at vkEndCommandBuffer, WLS per dispatch).
  *
- *   spill_harness SHADER.spv [--local X,Y,Z] [--groups X,Y,Z] [--spec ID=VAL]...
+ *   spill_harness SHADER.spv [--local X,Y,Z] [--groups X,Y,Z]... [--spec ID=VAL]...
  *                 [--dispatches N] [--cmdbufs N]
+ *
+ * Each --groups shape (default 1,1,1) gets its own command buffer(s), so one
+ * compile answers several dispatch shapes (BO phases "record.I", "end.I").
  *
  * --spec VAL is a 32-bit integer (decimal or 0x..), or f:FLOAT for a float
  * constant. --local sets the workgroup size through the shader's
@@ -257,7 +260,9 @@ static void phase(const char *name)
 static void print_phase(const char *name)
 {
     uint64_t count = 0, bytes = 0, largest = 0, failures = 0;
-    if (bo_stats && bo_stats(name, &count, &bytes, &largest, &failures))
+    if (bo_stats)
+        bo_stats(name, &count, &bytes, &largest, &failures);
+    if (bo_stats)
         printf("bo.%s.count=%llu\nbo.%s.bytes=%llu\nbo.%s.largest=%llu\nbo.%s.failures=%llu\n", name,
                (unsigned long long)count, name, (unsigned long long)bytes, name,
                (unsigned long long)largest, name, (unsigned long long)failures);
@@ -291,7 +296,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *path = argv[1];
-    uint32_t local[3] = {0, 0, 0}, groups[3] = {1, 1, 1};
+    uint32_t local[3] = {0, 0, 0};
+    uint32_t groups[16][3];
+    uint32_t nshapes = 0;
     int have_local = 0;
     uint32_t dispatches = 1, cmdbufs = 1;
     struct spec specs[MAX_SPECS];
@@ -302,13 +309,20 @@ int main(int argc, char **argv)
             fail(2, "option %s needs a value", a);
         const char *v = argv[++i];
         if (!strcmp(a, "--local")) { parse_triple(a, v, local); have_local = 1; }
-        else if (!strcmp(a, "--groups")) parse_triple(a, v, groups);
+        else if (!strcmp(a, "--groups")) {
+            if (nshapes == 16) fail(2, "at most 16 --groups shapes");
+            parse_triple(a, v, groups[nshapes++]);
+        }
         else if (!strcmp(a, "--dispatches")) dispatches = parse_u32(a, v);
         else if (!strcmp(a, "--cmdbufs")) cmdbufs = parse_u32(a, v);
         else if (!strcmp(a, "--spec")) {
             if (nspecs == MAX_SPECS) fail(2, "more than %d --spec options", MAX_SPECS);
             specs[nspecs++] = parse_spec(v);
         } else fail(2, "unknown option %s", a);
+    }
+    if (nshapes == 0) {
+        groups[0][0] = groups[0][1] = groups[0][2] = 1;
+        nshapes = 1;
     }
     if (!dispatches || dispatches > 4096 || !cmdbufs || cmdbufs > 256)
         fail(2, "--dispatches must be 1..4096 and --cmdbufs 1..256");
@@ -343,7 +357,10 @@ int main(int argc, char **argv)
             if (si.local_spec[k] >= 0 && specs[s].id == (uint32_t)si.local_spec[k]) eff = specs[s].value;
         printf("local.%c=%u\n", "xyz"[k], eff);
     }
-    printf("groups=%u,%u,%u\ndispatches=%u\ncmdbufs=%u\n", groups[0], groups[1], groups[2], dispatches, cmdbufs);
+    printf("shapes=%u\n", nshapes);
+    for (uint32_t g = 0; g < nshapes; g++)
+        printf("groups.%u=%u,%u,%u\n", g, groups[g][0], groups[g][1], groups[g][2]);
+    printf("dispatches=%u\ncmdbufs=%u\n", dispatches, cmdbufs);
 
     bo_phase = (phase_fn)dlsym(RTLD_DEFAULT, "bolog_phase");
     bo_stats = (stats_fn)dlsym(RTLD_DEFAULT, "bolog_phase_stats");
@@ -529,33 +546,44 @@ int main(int argc, char **argv)
     VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .queueFamilyIndex = qfi};
     VkCommandPool pool;
     VKC(vkCreateCommandPool(dev, &cpi, NULL, &pool));
-    VkCommandBuffer *cbs = calloc(cmdbufs, sizeof *cbs);
+    uint32_t ncb = cmdbufs * nshapes;
+    VkCommandBuffer *cbs = calloc(ncb, sizeof *cbs);
     VkCommandBufferAllocateInfo cbai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                         .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                        .commandBufferCount = cmdbufs};
+                                        .commandBufferCount = ncb};
     VKC(vkAllocateCommandBuffers(dev, &cbai, cbs));
     uint8_t zeros[256] = {0};
     int end_failed = 0;
-    for (uint32_t c = 0; c < cmdbufs; c++) {
-        VkCommandBufferBeginInfo cbbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-        phase("record");
-        VKC(vkBeginCommandBuffer(cbs[c], &cbbi));
-        vkCmdBindPipeline(cbs[c], VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-        if (nsets)
-            vkCmdBindDescriptorSets(cbs[c], VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, nsets, sets, 0, NULL);
-        if (si.has_push_constants)
-            vkCmdPushConstants(cbs[c], layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_size, zeros);
-        for (uint32_t d = 0; d < dispatches; d++)
-            vkCmdDispatch(cbs[c], groups[0], groups[1], groups[2]);
-        phase("end");
-        VkResult r = vkEndCommandBuffer(cbs[c]);
-        printf("end_result.%u=%d\n", c, (int)r);
-        if (r != VK_SUCCESS) end_failed = 1;
+    char name[32];
+    for (uint32_t g = 0; g < nshapes; g++) {
+        for (uint32_t c = 0; c < cmdbufs; c++) {
+            VkCommandBuffer cb = cbs[g * cmdbufs + c];
+            VkCommandBufferBeginInfo cbbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            snprintf(name, sizeof name, "record.%u", g);
+            phase(name);
+            VKC(vkBeginCommandBuffer(cb, &cbbi));
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+            if (nsets)
+                vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, nsets, sets, 0, NULL);
+            if (si.has_push_constants)
+                vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_size, zeros);
+            for (uint32_t d = 0; d < dispatches; d++)
+                vkCmdDispatch(cb, groups[g][0], groups[g][1], groups[g][2]);
+            snprintf(name, sizeof name, "end.%u", g);
+            phase(name);
+            VkResult r = vkEndCommandBuffer(cb);
+            printf("end_result.%u.%u=%d\n", g, c, (int)r);
+            if (r != VK_SUCCESS) end_failed = 1;
+        }
     }
     phase("done");
     print_phase("compile");
-    print_phase("record");
-    print_phase("end");
+    for (uint32_t g = 0; g < nshapes; g++) {
+        snprintf(name, sizeof name, "record.%u", g);
+        print_phase(name);
+        snprintf(name, sizeof name, "end.%u", g);
+        print_phase(name);
+    }
     if (bo_stats) {
         void (*totals)(uint64_t *, uint64_t *, uint64_t *, uint64_t *) =
             (void (*)(uint64_t *, uint64_t *, uint64_t *, uint64_t *))dlsym(RTLD_DEFAULT, "bolog_totals");
