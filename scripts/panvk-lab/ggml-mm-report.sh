@@ -15,6 +15,8 @@
 #                   (dequantising mul_mm, used when the device or glslc lacks int dot)
 #          q4_0i q8_0i q4_ki q6_ki   matmul_<type>_q8_1 (int-dot mul_mmq, the path
 #                   ggml takes on panvk when built with a glslc that has int dot)
+#          f16-fp32 q4_0-fp32 q8_0-fp32 q4_k-fp32 q4_0i-fp32 q4_ki-fp32: the same
+#                   shaders built for devices without fp16 (GGML_VK_DISABLE_F16=1)
 # ROWS:    M (weight rows, default 4096). Shapes measured: ubatch 128, 256, 512,
 #          i.e. groups = (ceil(M/BM), ceil(n/BN), 1) as ggml dispatches them.
 #
@@ -71,7 +73,14 @@ shader_file() {
         q8_0i) echo "matmul_q8_0_q8_1.spv int -1" ;;
         q4_ki) echo "matmul_q4_k_q8_1.spv int_k -1" ;;
         q6_ki) echo "matmul_q6_k_q8_1.spv int_k -1" ;;
-        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki)" ;;
+        # GGML_VK_DISABLE_F16=1 (or a device without fp16): the *_fp32 builds
+        f16-fp32) echo "matmul_f16_f32_fp32.spv mm -1" ;;
+        q4_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 2" ;;
+        q8_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 8" ;;
+        q4_k-fp32) echo "matmul_quant_f32_fp32.spv mmq 12" ;;
+        q4_0i-fp32) echo "matmul_q4_0_q8_1_fp32.spv int -1" ;;
+        q4_ki-fp32) echo "matmul_q4_k_q8_1_fp32.spv int_k -1" ;;
+        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32)" ;;
     esac
 }
 
