@@ -14,9 +14,13 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [ $# -eq 3 ] || die "usage: cross-build-llama.sh LLAMA_TREE BUILD_DIR VULKAN_HEADERS_PREFIX"
-tree="$1"
-build="$2"
-hdr="$3"
+[ -d "$1" ] || die "no such llama.cpp tree: $1"
+[ -d "$3" ] || die "no such headers prefix: $3"
+# CMake resolves relative cache paths against the build directory: make all absolute.
+tree="$(cd "$1" && pwd)"
+mkdir -p "$2"
+build="$(cd "$2" && pwd)"
+hdr="$(cd "$3" && pwd)"
 CACHE="$(lab_cache_dir)"
 lab_require_ready "$CACHE"
 ROOT="$(lab_sysroot "$CACHE")"

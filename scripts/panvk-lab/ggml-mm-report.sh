@@ -47,17 +47,18 @@ tile_spec() {
         up-s:mmq) echo "32 32 32 32 32 32 2 2 2 1 16" ;;
         up-s:int) echo "32 32 32 32 32 32 2 2 1 1 16" ;;
         up-s:int_k) echo "32 32 32 32 32 32 1 2 1 1 16" ;;
-        mali-m:mm | mali-m:mmq | mali-m:int) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
-        mali-m:int_k) echo "256 64 64 32 16 16 1 2 2 1 16" ;;
+        mali-m:mm | mali-m:mmq) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
+        mali-m:int | mali-m:int_k) echo "512 64 64 32 16 8 1 2 2 1 16" ;;
         mali-s:mm) echo "64 32 32 16 16 16 2 2 2 1 16" ;;
-        mali-s:mmq | mali-s:int) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
-        mali-s:int_k) echo "64 32 32 32 16 16 1 2 2 1 16" ;;
-        # candidates measured while choosing the patch's tiles
+        mali-s:mmq) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
+        mali-s:int | mali-s:int_k) echo "128 32 32 32 16 8 1 2 2 1 16" ;;
+        # candidates measured while choosing the patch's tiles (16 accumulators
+        # for the int-dot shaders: they still spill, hence 8 in the patch)
+        x-m-16:*) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
         x-m-w1:*) echo "256 64 64 32 16 16 1 2 2 1 16" ;;
-        x-m-8:*) echo "512 64 64 32 16 8 1 2 2 1 16" ;;
+        x-s-16:*) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
         x-s-w1:*) echo "64 32 32 32 16 16 1 2 2 1 16" ;;
-        x-s-8:*) echo "128 32 32 32 16 8 1 2 2 1 16" ;;
-        *) die "unknown tile '$1' for $2 (up-l up-m up-s mali-m mali-s x-m-w1 x-m-8 x-s-w1 x-s-8)" ;;
+        *) die "unknown tile '$1' for $2 (up-l up-m up-s mali-m mali-s x-m-16 x-m-w1 x-s-16 x-s-w1)" ;;
     esac
 }
 # shader -> "file family quant_type_id" (type id -1: no MmTypeA constant)

@@ -50,19 +50,26 @@ key=$(
 )
 dir="$CACHE/reports/$key"
 if [ "$cache" = 0 ] || [ ! -f "$dir/out.txt" ]; then
-    mkdir -p "$dir.tmp"
+    # A private temporary directory per run: two runs of the same key (two
+    # terminals, two tables) must not delete each other's half-written results.
+    mkdir -p "$CACHE/reports"
+    tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
     rc=0
     LAB_ENV="BIFROST_MESA_DEBUG=shaderdb ${LAB_ENV:-}" \
         "$LAB_DIR/run.sh" "$CACHE/bin/spill_harness" "$shader" "${harness_args[@]+"${harness_args[@]}"}" \
-        >"$dir.tmp/out.txt" 2>"$dir.tmp/stderr.log" || rc=$?
+        >"$tmp/out.txt" 2>"$tmp/stderr.log" || rc=$?
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then   # 5 = vkEndCommandBuffer failed: still a result
-        tail -n 5 "$dir.tmp/stderr.log" >&2
-        rm -rf "$dir.tmp"
+        tail -n 5 "$tmp/stderr.log" >&2
+        rm -rf "$tmp"
         die "harness failed (exit $rc) on $shader"
     fi
-    printf '%s\n' "$shader" "${harness_args[@]+"${harness_args[@]}"}" >"$dir.tmp/args.txt"
-    rm -rf "$dir"
-    mv "$dir.tmp" "$dir"
+    printf '%s\n' "$shader" "${harness_args[@]+"${harness_args[@]}"}" >"$tmp/args.txt"
+    # Publish: the first complete result wins, a later identical one is
+    # dropped; --no-cache replaces the old one.
+    [ "$cache" = 0 ] && rm -rf "$dir"
+    if ! mv -T "$tmp" "$dir" 2>/dev/null; then
+        rm -rf "$tmp"
+    fi
 fi
 
 val() { sed -n "s/^$1=//p" "$dir/out.txt" | head -n 1; }
