@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Spill table for rvl's own smoke-bench kernels on panvk (Mesa 26.1.6, G610):
 #
-#   scripts/panvk-lab/rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS]
+#   scripts/panvk-lab/rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]
+#
+# FAMILIES: reg (the Mali register-blocked kernels, seconds each), tiled (the
+# shared-memory and llama.cpp-like tiles: these spill by design on Mali and
+# take minutes each under qemu), or reg,tiled (default).
 #
 # SHADER_DIR holds the bench's SPIR-V (src/bench/shaders/*.spv). The kernel list
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
@@ -16,6 +20,7 @@ set -euo pipefail
 dir="$1"
 M="${2:-512}"
 N="${3:-4096}"
+families=",${4:-reg,tiled},"
 
 reg() { # name file wx wy tm tn [kchunk]
     local name=$1 file=$2 wx=$3 wy=$4 tm=$5 tn=$6 kc=${7:-}
@@ -37,6 +42,7 @@ tiled() { # name bm bn bk tm tn
         while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
 }
 
+if [[ "$families" == *,reg,* ]]; then
 reg reg-4x4 gemm_reg_f32.spv 16 4 4 4
 reg reg-4x8 gemm_reg_f32.spv 8 8 4 8
 reg reg-8x4 gemm_reg_f32.spv 16 4 8 4
@@ -46,8 +52,11 @@ reg reg-4x2 gemm_int8.spv 16 4 4 2
 reg reg-4x4 gemm_int8.spv 16 4 4 4
 reg reg-4x2 gemm_q4_0.spv 16 4 4 2
 reg reg-4x4 gemm_q4_0.spv 16 4 4 4
+fi
+if [[ "$families" == *,tiled,* ]]; then
 tiled tiled-128x128 128 128 16 8 8
 tiled tiled-64x128 64 128 16 8 8
 tiled tiled-128x64 128 64 16 8 8
 tiled llama-64x64 64 64 16 4 8
 tiled llama-128x128 128 128 8 8 16
+fi
