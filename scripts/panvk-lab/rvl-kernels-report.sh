@@ -3,9 +3,10 @@
 #
 #   scripts/panvk-lab/rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]
 #
-# FAMILIES: reg (the Mali register-blocked kernels, seconds each), tiled (the
-# shared-memory and llama.cpp-like tiles: these spill by design on Mali and
-# take minutes each under qemu), or reg,tiled (default).
+# FAMILIES: reg (the Mali register-blocked kernels, seconds each), peak (the
+# peak-FLOPS loops), probe (probe_spill.comp, built to spill at NACC=128),
+# tiled (the shared-memory and llama.cpp-like tiles: these spill by design on
+# Mali and take minutes each under qemu); default reg,peak,probe,tiled.
 #
 # SHADER_DIR holds the bench's SPIR-V (src/bench/shaders/*.spv). The kernel list
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
@@ -20,7 +21,7 @@ set -euo pipefail
 dir="$1"
 M="${2:-512}"
 N="${3:-4096}"
-families=",${4:-reg,tiled},"
+families=",${4:-reg,peak,probe,tiled},"
 
 reg() { # name file wx wy tm tn [kchunk]
     local name=$1 file=$2 wx=$3 wy=$4 tm=$5 tn=$6 kc=${7:-}
@@ -52,6 +53,25 @@ reg reg-4x2 gemm_int8.spv 16 4 4 2
 reg reg-4x4 gemm_int8.spv 16 4 4 4
 reg reg-4x2 gemm_q4_0.spv 16 4 4 2
 reg reg-4x4 gemm_q4_0.spv 16 4 4 4
+fi
+fixed() { # name file local groups spec0
+    local name=$1 file=$2 local_x=$3 groups=$4 spec0=$5 args=()
+    [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
+    args=(--spec "0=$spec0" --groups "$groups,1,1")
+    "$LAB_DIR/spill-report.sh" "$dir/$file" "${args[@]}" --row |
+        while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
+    : "$local_x"
+}
+if [[ "$families" == *,peak,* ]]; then
+    # src/bench/peak.rs: spec {LOCAL}, workgroup LOCAL, 16384 groups on a GPU
+    fixed peak-fp32 peak_f32.spv 256 16384 256
+    fixed peak-fp16 peak_f16.spv 256 16384 256
+    fixed peak-int8 peak_int8.spv 256 16384 256
+fi
+if [[ "$families" == *,probe,* ]]; then
+    # src/bench/probe.rs: spec {NACC}, 128 invocations (literal), GROUPS workgroups
+    fixed probe-spill-128 probe_spill.spv 128 86 128
+    fixed probe-spill-32 probe_spill.spv 128 86 32
 fi
 if [[ "$families" == *,tiled,* ]]; then
 tiled tiled-128x128 128 128 16 8 8
