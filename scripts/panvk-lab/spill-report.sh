@@ -118,5 +118,10 @@ for ((g = 0; g < shapes; g++)); do
     else
         echo "  WLS BO   none above the 64 KiB pool slab"
     fi
-    echo "  cmdbuf   $cmdbuf B ($(mib "$cmdbuf")) of BOs for recording + End; vkEndCommandBuffer = $end_result"
+    ncb=$(val cmdbufs)
+    if [ "${ncb:-1}" -gt 1 ]; then
+        echo "  cmdbufs  $cmdbuf B ($(mib "$cmdbuf")) of BOs for recording + End of $ncb command buffers (each its own TLS); first vkEndCommandBuffer = $end_result"
+    else
+        echo "  cmdbuf   $cmdbuf B ($(mib "$cmdbuf")) of BOs for recording + End; vkEndCommandBuffer = $end_result"
+    fi
 done
