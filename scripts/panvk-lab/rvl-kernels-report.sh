@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Spill table for rvl's own smoke-bench kernels on panvk (Mesa 26.1.6, G610):
+#
+#   scripts/panvk-lab/rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]
+#
+# FAMILIES: reg (the Mali register-blocked kernels, seconds each), peak (the
+# peak-FLOPS loops), probe (probe_spill.comp, built to spill at NACC=128),
+# tiled (the shared-memory and llama.cpp-like tiles: these spill by design on
+# Mali and take minutes each under qemu); default reg,peak,probe,tiled.
+#
+# SHADER_DIR holds the bench's SPIR-V (src/bench/shaders/*.spv). The kernel list
+# and specialisation constants mirror src/bench/kernels.rs catalogue():
+#   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
+#              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
+#   tiled-*    (gemm_tiled_f32): spec {threads, BM, BN, BK, TM, TN}, grid (ceil(M/BM), ceil(N/BN))
+# Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
+#   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[ $# -ge 1 ] || die "usage: rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS]"
+dir="$1"
+M="${2:-512}"
+N="${3:-4096}"
+families=",${4:-reg,peak,probe,tiled},"
+
+reg() { # name file wx wy tm tn [kchunk]
+    local name=$1 file=$2 wx=$3 wy=$4 tm=$5 tn=$6 kc=${7:-}
+    [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
+    local args=(--spec "0=$wx" --spec "1=$wy" --spec "2=$tm" --spec "3=$tn")
+    [ -n "$kc" ] && args+=(--spec "4=$kc")
+    args+=(--groups "$(((N + wx * tn - 1) / (wx * tn))),$(((M + wy * tm - 1) / (wy * tm))),1")
+    "$LAB_DIR/spill-report.sh" "$dir/$file" "${args[@]}" --row | while IFS=$'\t' read -r _ _ rest; do
+        printf '%s\t%s\t%s\n' "$name" "$file" "$rest"
+    done
+}
+tiled() { # name bm bn bk tm tn
+    local name=$1 bm=$2 bn=$3 bk=$4 tm=$5 tn=$6 file=gemm_tiled_f32.spv
+    [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
+    local threads=$(((bm / tm) * (bn / tn)))
+    "$LAB_DIR/spill-report.sh" "$dir/$file" --spec "0=$threads" --spec "1=$bm" --spec "2=$bn" \
+        --spec "3=$bk" --spec "4=$tm" --spec "5=$tn" \
+        --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),1" --row |
+        while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
+}
+
+if [[ "$families" == *,reg,* ]]; then
+reg reg-4x4 gemm_reg_f32.spv 16 4 4 4
+reg reg-4x8 gemm_reg_f32.spv 8 8 4 8
+reg reg-8x4 gemm_reg_f32.spv 16 4 8 4
+reg reg-4x4 gemm_reg_f16.spv 16 4 4 4 8
+reg reg-4x8 gemm_reg_f16.spv 8 8 4 8 8
+reg reg-4x2 gemm_int8.spv 16 4 4 2
+reg reg-4x4 gemm_int8.spv 16 4 4 4
+reg reg-4x2 gemm_q4_0.spv 16 4 4 2
+reg reg-4x4 gemm_q4_0.spv 16 4 4 4
+fi
+fixed() { # name file local groups spec0
+    local name=$1 file=$2 local_x=$3 groups=$4 spec0=$5 args=()
+    [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
+    args=(--spec "0=$spec0" --groups "$groups,1,1")
+    "$LAB_DIR/spill-report.sh" "$dir/$file" "${args[@]}" --row |
+        while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
+    : "$local_x"
+}
+if [[ "$families" == *,peak,* ]]; then
+    # src/bench/peak.rs: spec {LOCAL}, workgroup LOCAL, 16384 groups on a GPU
+    fixed peak-fp32 peak_f32.spv 256 16384 256
+    fixed peak-fp16 peak_f16.spv 256 16384 256
+    fixed peak-int8 peak_int8.spv 256 16384 256
+fi
+if [[ "$families" == *,probe,* ]]; then
+    # src/bench/probe.rs: spec {NACC}, 128 invocations (literal), GROUPS workgroups
+    fixed probe-spill-128 probe_spill.spv 128 86 128
+    fixed probe-spill-32 probe_spill.spv 128 86 32
+fi
+if [[ "$families" == *,tiled,* ]]; then
+tiled tiled-128x128 128 128 16 8 8
+tiled tiled-64x128 64 128 16 8 8
+tiled tiled-128x64 128 64 16 8 8
+tiled llama-64x64 64 64 16 4 8
+tiled llama-128x128 128 128 8 8 16
+fi
