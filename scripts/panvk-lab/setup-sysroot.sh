@@ -43,6 +43,15 @@ while IFS= read -r line || [ -n "$line" ]; do
     esac
 done <"$PINS"
 [ -n "$mirror" ] || die "$PINS: no 'mirror' line"
+# The mirror URL is not pinned in the repo: take the Debian archive this machine's own apt
+# configuration names (read only; the first URI ending in /debian), unless LAB_MIRROR is set.
+if [ -n "${LAB_MIRROR:-}" ]; then
+    mirror="$LAB_MIRROR"
+elif [ "$mirror" = system ]; then
+    mirror="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | tr -d ' ' | sed 's:/$::' | head -n 1)"
+    [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list*; set LAB_MIRROR=URL"
+fi
 [ "${#suites[@]}" -gt 0 ] || die "$PINS: no 'suite' line"
 [ "${#packages[@]}" -gt 0 ] || die "$PINS: no 'package' line"
 
