@@ -187,6 +187,13 @@ impl KernelSpec {
         if let Some(r) = self.precision.unsupported_reason(dev) {
             return Some(r);
         }
+        if is_mali(dev) {
+            if let Some((spills, fills)) = self.mali_spills() {
+                return Some(format!(
+                    "spills on Mali ({spills} spills, {fills} fills with Mesa's Valhall compiler in the panvk lab); a smaller micro-tile runs instead"
+                ));
+            }
+        }
         if self.shared_bytes > dev.max_shared_memory {
             return Some(format!(
                 "needs {} KiB shared memory, device has {} KiB",
@@ -202,6 +209,18 @@ impl KernelSpec {
             ));
         }
         None
+    }
+
+    /// Spills and fills measured for this register-blocked configuration on Mali, if it spills.
+    pub fn mali_spills(&self) -> Option<(u32, u32)> {
+        if self.family != Family::Reg || self.fixed_grid.is_some() {
+            return None;
+        }
+        let config = [self.local.0, self.local.1, self.spec[2], self.spec[3]];
+        MALI_SPILLS
+            .iter()
+            .find(|(p, c, _, _)| *p == self.precision && *c == config)
+            .map(|&(_, _, spills, fills)| (spills, fills))
     }
 
     /// The tiled kernel's host contract (see gemm_tiled.comp); always true for the catalogue.
@@ -225,6 +244,26 @@ impl KernelSpec {
     }
 }
 
+/// Register-blocked configurations `(precision, [wx, wy, TM, TN], spills, fills)` that Mesa
+/// 26.1.6's Valhall compiler spills for a Mali-G610 (64 registers), measured in the panvk lab
+/// (docs/panvk-lab.md, "rvl's own kernels"). Every spill costs a thread-local scratch buffer of
+/// megabytes per command buffer on panvk, so Mali skips these and runs the clean smaller tiles;
+/// other GPUs, with more registers, keep them.
+pub const MALI_SPILLS: &[(Precision, [u32; 4], u32, u32)] = &[
+    (Precision::Fp32, [8, 8, 4, 8], 16, 70),
+    (Precision::Fp32, [16, 4, 8, 4], 34, 78),
+    (Precision::Fp16, [8, 8, 4, 8], 40, 40),
+    (Precision::Int8, [16, 4, 4, 2], 2, 22),
+    (Precision::Int8, [16, 4, 4, 4], 27, 27),
+    (Precision::Q4_0, [16, 4, 4, 2], 11, 34),
+    (Precision::Q4_0, [16, 4, 4, 4], 40, 155),
+];
+
+/// Arm Mali (PCI vendor 0x13b5) or the panvk driver on anything.
+pub fn is_mali(dev: &DeviceInfo) -> bool {
+    dev.vendor_id == 0x13b5 || dev.is_panvk()
+}
+
 /// llama.cpp's tile for this ubatch: the medium 64x64 tile up to 64 tokens, the large 128x128
 /// tile above (ggml_vk_guess_matmul_pipeline; research/perf-anchors.md §3.3).
 pub fn llama_tile_for(ubatch: u32) -> &'static str {
@@ -238,8 +277,11 @@ pub fn llama_tile_for(ubatch: u32) -> &'static str {
 /// Every kernel variant, fastest-first guesses first within a precision.
 pub fn catalogue() -> Vec<KernelSpec> {
     vec![
-        // fp32, Mali-style register blocking (16-wide warps; 16-32 accumulators per invocation).
+        // fp32, Mali-style register blocking (16-wide warps; 8-32 accumulators per invocation).
+        // The 8-accumulator tiles are the ones Mali runs besides reg-4x4 (see MALI_SPILLS).
         KernelSpec::reg(Precision::Fp32, 16, 4, 4, 4),
+        KernelSpec::reg(Precision::Fp32, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Fp32, 16, 4, 2, 4),
         KernelSpec::reg(Precision::Fp32, 8, 8, 4, 8),
         KernelSpec::reg(Precision::Fp32, 16, 4, 8, 4),
         // fp32, shared-memory tiles for GPUs with fast local memory.
@@ -251,11 +293,17 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::tiled("llama-128x128", 128, 128, 8, 8, 16, true),
         // fp16 data and maths.
         KernelSpec::reg(Precision::Fp16, 16, 4, 4, 4),
+        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 2),
         KernelSpec::reg(Precision::Fp16, 8, 8, 4, 8),
-        // int8 dot products.
+        // int8 dot products: 4-8 accumulators for Mali, 8-16 elsewhere.
+        KernelSpec::reg(Precision::Int8, 16, 4, 2, 2),
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 1),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
-        // 4-bit weights, fp32 activations.
+        // 4-bit weights, fp32 activations: 2-4 accumulators for Mali, 8-16 elsewhere.
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 2),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 1),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 1),
         KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 2),
         KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 4),
     ]
@@ -385,6 +433,101 @@ mod tests {
             .unwrap_err()
             .contains("contract"));
         assert!(parse_tiles("4x4x4x8x8").unwrap_err().contains("TM <= BM"));
+    }
+
+    /// Register-blocked configs (precision, wx, wy, TM, TN) that the panvk lab measured
+    /// spilling on a Mali-G610 with Mesa 26.1.6 (docs/panvk-lab.md); written out here apart from
+    /// MALI_SPILLS so that dropping an entry there fails this test.
+    const LAB_SPILLING: [(Precision, u32, u32, u32, u32); 7] = [
+        (Precision::Fp32, 8, 8, 4, 8),
+        (Precision::Fp32, 16, 4, 8, 4),
+        (Precision::Fp16, 8, 8, 4, 8),
+        (Precision::Int8, 16, 4, 4, 2),
+        (Precision::Int8, 16, 4, 4, 4),
+        (Precision::Q4_0, 16, 4, 4, 2),
+        (Precision::Q4_0, 16, 4, 4, 4),
+    ];
+
+    /// The configs the same lab measured with 0 spills: Mali may run only these.
+    const LAB_CLEAN: [(Precision, u32, u32, u32, u32); 10] = [
+        (Precision::Fp32, 16, 4, 4, 4),
+        (Precision::Fp32, 16, 4, 4, 2),
+        (Precision::Fp32, 16, 4, 2, 4),
+        (Precision::Fp16, 16, 4, 4, 4),
+        (Precision::Fp16, 16, 4, 4, 2),
+        (Precision::Int8, 16, 4, 2, 2),
+        (Precision::Int8, 16, 4, 4, 1),
+        (Precision::Q4_0, 16, 4, 2, 2),
+        (Precision::Q4_0, 16, 4, 4, 1),
+        (Precision::Q4_0, 16, 4, 2, 1),
+    ];
+
+    fn config(k: &KernelSpec) -> (Precision, u32, u32, u32, u32) {
+        (k.precision, k.local.0, k.local.1, k.spec[2], k.spec[3])
+    }
+
+    fn mali() -> DeviceInfo {
+        let mut dev = crate::bench::vk::device::tests_support::device(
+            "Mali-G610 MC4",
+            "integrated",
+            "MESA_PANVK",
+        );
+        dev.fp16 = true;
+        dev.int8_dot = true;
+        dev.max_shared_memory = 32 * 1024;
+        dev.max_workgroup_invocations = 1024;
+        dev
+    }
+
+    fn runs_on(dev: &DeviceInfo) -> Vec<KernelSpec> {
+        catalogue()
+            .into_iter()
+            .filter(|k| k.family == Family::Reg && k.unsupported_reason(dev).is_none())
+            .collect()
+    }
+
+    #[test]
+    fn mali_runs_no_register_kernel_the_lab_saw_spill() {
+        let on_mali = runs_on(&mali());
+        for k in &on_mali {
+            assert!(
+                !LAB_SPILLING.contains(&config(k)),
+                "{} {} spills on Mali but is in its catalogue",
+                k.precision.name(),
+                k.name
+            );
+            assert!(
+                LAB_CLEAN.contains(&config(k)),
+                "{} {} was never measured spill-free on Mali",
+                k.precision.name(),
+                k.name
+            );
+        }
+        // Every precision keeps at least one register kernel on Mali.
+        for p in Precision::ALL {
+            assert!(on_mali.iter().any(|k| k.precision == p), "{}", p.name());
+        }
+        // The vendor id alone (another driver on a Mali) is enough to be treated as Mali.
+        let mut arm = mali();
+        arm.driver_id = "ARM_PROPRIETARY".into();
+        arm.vendor_id = 0x13b5;
+        assert_eq!(runs_on(&arm).len(), on_mali.len());
+    }
+
+    #[test]
+    fn other_gpus_keep_the_larger_register_tiles() {
+        let mut other = mali();
+        other.driver_id = "NVIDIA_PROPRIETARY".into();
+        other.vendor_id = 0x10de;
+        let elsewhere: Vec<_> = runs_on(&other).iter().map(config).collect();
+        for c in LAB_SPILLING {
+            assert!(elsewhere.contains(&c), "{c:?} dropped for every GPU");
+        }
+        let skipped = find("reg-8x4", Precision::Fp32)
+            .unwrap()
+            .unsupported_reason(&mali())
+            .unwrap();
+        assert!(skipped.contains("34 spills, 78 fills"), "{skipped}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 // --probe-limits: a kernel whose register demand is set by NACC accumulators per invocation.
 // NACC = 128 mimics llama.cpp's large (128x128) tile, which Mesa's Valhall compiler spills;
-// NACC = 32 mimics the medium tile, which fits in 64 registers. It also stages 17 KiB in shared
-// memory like the large quantised tile, so panvk sizes a workgroup-local (WLS) buffer for it.
+// NACC = 8 is the probe that must not spill (the panvk lab, Mali-G610: 0 spills at 8 and 12,
+// spills from 16 on, 69:85 at 32). It also stages 17 KiB in shared memory like the large quantised tile, so panvk sizes a workgroup-local (WLS) buffer for it.
 // The bench only records it into command buffers (never submits it): what is measured is the
 // memory the driver reserves per command buffer for thread-local storage (spills) and WLS.
 #version 450
