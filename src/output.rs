@@ -65,3 +65,25 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 pub fn can_prompt() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
+
+/// The last `n` non-blank lines of a tool's output, indented, for an error message.
+pub fn indented_tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indented_tail_keeps_the_last_non_blank_lines() {
+        assert_eq!(indented_tail("a\n\nb\nc\n\n", 2), "    b\n    c");
+        assert_eq!(indented_tail("", 3), "");
+        assert_eq!(indented_tail("only", 5), "    only");
+    }
+}

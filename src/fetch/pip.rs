@@ -146,12 +146,7 @@ fn fail(msg: String) -> anyhow::Error {
 fn last_lines(out: &Output, n: usize) -> String {
     let mut said = String::from_utf8_lossy(&out.stdout).into_owned();
     said.push_str(&String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::output::indented_tail(&said, n)
 }
 
 #[cfg(test)]

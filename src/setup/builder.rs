@@ -237,13 +237,7 @@ fn ninja_progress(line: &str) -> Option<(u64, u64)> {
 
 /// The last `n` lines of a file, indented, for an error message.
 fn tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    crate::output::indented_tail(&std::fs::read_to_string(path).unwrap_or_default(), n)
 }
 
 #[cfg(test)]
