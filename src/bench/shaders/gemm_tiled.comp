@@ -25,6 +25,13 @@ const uint TY = BM / TM;  // invocations along M
 const uint BK4 = BK / 4;
 const uint LOADS_X = BM * BK4 / THREADS;  // vec4 loads per invocation per K step
 const uint LOADS_W = BN * BK4 / THREADS;
+// Shared-memory swizzle. stash() writes the four k values of one loaded vec4 as scalars, and the
+// invocations of one store share k/4 groups but differ in row, so without it they hit the same
+// few banks (BK4-way conflicts). XOR-ing the row quad with a function of k/4 spreads them over
+// all banks; it permutes quads inside aligned groups of 8, so the inner loop's vec4 reads stay
+// conflict-free and in range. Needs a whole number of 8-quad groups per k row (else off).
+const uint SWZ_X = ((BM / 4) % 8 == 0 && BK4 <= 8) ? 8 / BK4 : 0;
+const uint SWZ_W = ((BN / 4) % 8 == 0 && BK4 <= 8) ? 8 / BK4 : 0;
 
 layout(push_constant) uniform Params {
     uint M;
@@ -67,13 +74,15 @@ void stash(uint buf, in vec4 rx[LOADS_X], in vec4 rw[LOADS_W]) {
     [[unroll]] for (uint l = 0; l < LOADS_X; l++) {
         const uint idx = tid + l * THREADS;
         const uint r = idx / BK4;
-        const uint kb = (buf * BK + (idx % BK4) * 4) * (BM / 4) + r / 4;
+        const uint kq = idx % BK4;
+        const uint kb = (buf * BK + kq * 4) * (BM / 4) + ((r / 4) ^ ((kq * SWZ_X) & 7u));
         [[unroll]] for (uint e = 0; e < 4; e++) xs[kb + e * (BM / 4)][r % 4] = rx[l][e];
     }
     [[unroll]] for (uint l = 0; l < LOADS_W; l++) {
         const uint idx = tid + l * THREADS;
         const uint r = idx / BK4;
-        const uint kb = (buf * BK + (idx % BK4) * 4) * (BN / 4) + r / 4;
+        const uint kq = idx % BK4;
+        const uint kb = (buf * BK + kq * 4) * (BN / 4) + ((r / 4) ^ ((kq * SWZ_W) & 7u));
         [[unroll]] for (uint e = 0; e < 4; e++) ws[kb + e * (BN / 4)][r % 4] = rw[l][e];
     }
 }
@@ -103,8 +112,10 @@ void main() {
         [[unroll]] for (uint kk = 0; kk < BK; kk++) {
             vec4 a[TM / 4];
             vec4 b[TN / 4];
-            [[unroll]] for (uint g = 0; g < TM / 4; g++) a[g] = xs[(cur * BK + kk) * (BM / 4) + ty + g * TY];
-            [[unroll]] for (uint h = 0; h < TN / 4; h++) b[h] = ws[(cur * BK + kk) * (BN / 4) + tx + h * TX];
+            const uint sx = ((kk / 4) * SWZ_X) & 7u;
+            const uint sw = ((kk / 4) * SWZ_W) & 7u;
+            [[unroll]] for (uint g = 0; g < TM / 4; g++) a[g] = xs[(cur * BK + kk) * (BM / 4) + ((ty + g * TY) ^ sx)];
+            [[unroll]] for (uint h = 0; h < TN / 4; h++) b[h] = ws[(cur * BK + kk) * (BN / 4) + ((tx + h * TX) ^ sw)];
             [[unroll]] for (uint g = 0; g < TM / 4; g++)
                 [[unroll]] for (uint r = 0; r < 4; r++)
                     [[unroll]] for (uint h = 0; h < TN / 4; h++)
