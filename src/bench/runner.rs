@@ -248,6 +248,37 @@ impl<'g> Runner<'g> {
         for (spec, _) in items {
             pipes.push(self.pipeline(spec)?.pipeline);
         }
+        let batch: Vec<_> = pipes
+            .iter()
+            .zip(items)
+            .map(|(pipe, (spec, g))| (*pipe, *spec, *g))
+            .collect();
+        self.time_pipelines(&batch, warm, reps)
+    }
+
+    /// One command buffer: `warm` untimed dispatches, then `n` timed ones.
+    fn timed_dispatches(
+        &mut self,
+        pipe: vk::Pipeline,
+        spec: &KernelSpec,
+        g: &Bound,
+        warm: usize,
+        n: usize,
+    ) -> Result<Vec<f64>, VkError> {
+        Ok(self
+            .time_pipelines(&[(pipe, spec, *g)], warm, n)?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// The recording both timing entry points share: `warm` untimed runs of the first item, then
+    /// `reps` timed runs of each item in order, a timestamp after every dispatch.
+    fn time_pipelines(
+        &mut self,
+        items: &[(vk::Pipeline, &KernelSpec, Bound)],
+        warm: usize,
+        reps: usize,
+    ) -> Result<Vec<Vec<f64>>, VkError> {
         let n = items.len() * reps;
         self.ensure_queries(n as u32 + 1)?;
         one_shot(self.gpu, |cb| {
@@ -258,14 +289,15 @@ impl<'g> Runner<'g> {
                     .cmd_reset_query_pool(cb, self.query_pool, 0, n as u32 + 1)
             };
             for _ in 0..warm {
-                self.record_dispatch(cb, pipes[0], items[0].0, &items[0].1);
+                let (pipe, spec, g) = &items[0];
+                self.record_dispatch(cb, *pipe, spec, g);
                 self.record_barrier(cb);
             }
             self.record_timestamp(cb, 0);
             let mut q = 1;
-            for (i, (spec, g)) in items.iter().enumerate() {
+            for (pipe, spec, g) in items {
                 for _ in 0..reps {
-                    self.record_dispatch(cb, pipes[i], spec, g);
+                    self.record_dispatch(cb, *pipe, spec, g);
                     self.record_barrier(cb);
                     self.record_timestamp(cb, q);
                     q += 1;
@@ -282,40 +314,6 @@ impl<'g> Runner<'g> {
                     })
                     .collect()
             })
-            .collect())
-    }
-
-    /// One command buffer: `warm` untimed dispatches, then `n` timed ones.
-    fn timed_dispatches(
-        &mut self,
-        pipe: vk::Pipeline,
-        spec: &KernelSpec,
-        g: &Bound,
-        warm: usize,
-        n: usize,
-    ) -> Result<Vec<f64>, VkError> {
-        self.ensure_queries(n as u32 + 1)?;
-        one_shot(self.gpu, |cb| {
-            // SAFETY: cb is recording; the range is within the pool.
-            unsafe {
-                self.gpu
-                    .device
-                    .cmd_reset_query_pool(cb, self.query_pool, 0, n as u32 + 1)
-            };
-            for _ in 0..warm {
-                self.record_dispatch(cb, pipe, spec, g);
-                self.record_barrier(cb);
-            }
-            self.record_timestamp(cb, 0);
-            for r in 0..n {
-                self.record_dispatch(cb, pipe, spec, g);
-                self.record_barrier(cb);
-                self.record_timestamp(cb, r as u32 + 1);
-            }
-        })?;
-        let ts = self.read_queries(n as u32 + 1)?;
-        Ok((0..n)
-            .map(|r| self.ticks_to_s(ts[r + 1].saturating_sub(ts[r])))
             .collect())
     }
 
