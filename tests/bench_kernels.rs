@@ -2,11 +2,11 @@
 //! f64 reference on every output entry, for shapes that are and are not multiples of the tiles.
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
 
-use rvl::bench::gemm::compute_once;
+use rvl::bench::gemm::{bind, compute_once, output_bytes, to_f32, upload};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Side};
 use rvl::bench::runner::Runner;
-use rvl::bench::vk::{pick_device, Gpu, Instance};
+use rvl::bench::vk::{pick_device, Buffer, Gpu, Instance};
 
 fn instance() -> Option<Instance> {
     match Instance::load() {
@@ -104,4 +104,58 @@ fn a_wrong_kernel_is_caught_by_the_check() {
     let last = (m * n - 1) as usize;
     c[last] -= x.values[(m * k - 1) as usize] * w.values[(n * k - 1) as usize];
     assert!(max_error(&c, n, &x, &w, &all) > Precision::Fp32.tolerance());
+}
+
+#[test]
+fn split_k_kernels_clear_their_output_before_every_run() {
+    let Some(inst) = instance() else { return };
+    let index = pick_device(&inst.devices, None).expect("a device");
+    let gpu = Gpu::open(&inst, index).expect("open device");
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        // lavapipe has float atomics, so CI always runs the split-K kernels.
+        assert!(
+            gpu.info.float_atomic_add,
+            "lavapipe without shaderBufferFloat32AtomicAdd"
+        );
+    }
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let (m, n, k) = (130, 131, 72);
+    let x = pack(
+        Precision::Fp32,
+        Side::Activations,
+        m,
+        k,
+        &random_values(m, k, 7),
+    );
+    let w = pack(
+        Precision::Fp32,
+        Side::Weights,
+        n,
+        k,
+        &random_values(n, k, 8),
+    );
+    let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    let mut ran = 0;
+    for spec in catalogue().into_iter().filter(|s| s.split_k > 1) {
+        if spec.unsupported_reason(&gpu.info).is_some() {
+            continue;
+        }
+        // Warm-up plus three timed runs into one output: without the clear they would add up.
+        let xd = upload(&gpu, &x).expect("upload");
+        let wd = upload(&gpu, &w).expect("upload");
+        let c = Buffer::storage(&gpu, output_bytes(m, n)).expect("output");
+        let bound = bind(&runner, &xd, &wd, &c, &x, &w).expect("bind");
+        runner.time_single(&spec, &bound, 3).expect("run");
+        let out = to_f32(&c.download(&gpu, output_bytes(m, n)).expect("download"));
+        let err = max_error(&out, n, &x, &w, &all);
+        assert!(
+            err <= Precision::Fp32.tolerance(),
+            "{} after repeated runs: error {err:e}",
+            spec.name
+        );
+        ran += 1;
+    }
+    if gpu.info.float_atomic_add {
+        assert!(ran >= 2, "only {ran} split-K kernels ran");
+    }
 }

@@ -99,11 +99,15 @@ pub struct KernelSpec {
     /// A grid that does not depend on the shape (the peak and probe kernels).
     #[serde(skip)]
     pub fixed_grid: Option<(u32, u32)>,
+    /// Workgroups along K (grid z): above 1 each adds its slice's partial sums into C
+    /// atomically, and the runner clears C before every dispatch.
+    pub split_k: u32,
 }
 
 static GEMM_REG_F32: &[u8] = include_bytes!("shaders/gemm_reg_f32.spv");
 static GEMM_REG_F16: &[u8] = include_bytes!("shaders/gemm_reg_f16.spv");
 static GEMM_TILED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_f32.spv");
+static GEMM_TILED_SPLITK_F32: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f32.spv");
 static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
 static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
 pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
@@ -136,6 +140,7 @@ impl KernelSpec {
             accumulators: tm * tn,
             llama_like: false,
             fixed_grid: None,
+            split_k: 1,
         }
     }
 
@@ -149,13 +154,28 @@ impl KernelSpec {
         tn: u32,
         llama_like: bool,
     ) -> KernelSpec {
+        Self::tiled_split(name, [bm, bn, bk, tm, tn], 1, llama_like)
+    }
+
+    /// The tiled kernel with its K steps shared out over `split_k` workgroups (see
+    /// gemm_tiled.comp, SPLIT_K); `split_k == 1` is the plain kernel.
+    fn tiled_split(
+        name: &str,
+        [bm, bn, bk, tm, tn]: [u32; 5],
+        split_k: u32,
+        llama_like: bool,
+    ) -> KernelSpec {
         let threads = (bm / tm) * (bn / tn);
         KernelSpec {
             name: name.to_string(),
             precision: Precision::Fp32,
             family: Family::Tiled,
-            spirv: GEMM_TILED_F32,
-            spec: vec![threads, bm, bn, bk, tm, tn],
+            spirv: if split_k > 1 {
+                GEMM_TILED_SPLITK_F32
+            } else {
+                GEMM_TILED_F32
+            },
+            spec: vec![threads, bm, bn, bk, tm, tn, split_k],
             local: (threads, 1),
             tile_m: bm,
             tile_n: bn,
@@ -163,6 +183,7 @@ impl KernelSpec {
             accumulators: tm * tn,
             llama_like,
             fixed_grid: None,
+            split_k,
         }
     }
 
@@ -176,6 +197,11 @@ impl KernelSpec {
             Family::Tiled => (m.div_ceil(self.tile_m), n.div_ceil(self.tile_n)),
             Family::Reg => (n.div_ceil(self.tile_n), m.div_ceil(self.tile_m)),
         }
+    }
+
+    /// Workgroups along z: the K slices of a split-K kernel, else 1.
+    pub fn grid_z(&self) -> u32 {
+        self.split_k
     }
 
     pub fn invocations(&self) -> u32 {
@@ -193,6 +219,12 @@ impl KernelSpec {
                     "spills on Mali ({spills} spills, {fills} fills with Mesa's Valhall compiler in the panvk lab); a smaller micro-tile runs instead"
                 ));
             }
+        }
+        if self.split_k > 1 && !dev.float_atomic_add {
+            return Some(
+                "needs shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float) to add split-K partial sums"
+                    .into(),
+            );
         }
         if self.shared_bytes > dev.max_shared_memory {
             return Some(format!(
@@ -228,10 +260,11 @@ impl KernelSpec {
         match self.family {
             Family::Reg => true,
             Family::Tiled => {
-                let [threads, bm, bn, bk, tm, tn] = self.spec[..] else {
+                let [threads, bm, bn, bk, tm, tn, split] = self.spec[..] else {
                     return false;
                 };
                 threads == (bm / tm) * (bn / tn)
+                    && split >= 1
                     && tm % 4 == 0
                     && tn % 4 == 0
                     && bk % 4 == 0
@@ -288,6 +321,10 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::tiled("tiled-128x128", 128, 128, 16, 8, 8, false),
         KernelSpec::tiled("tiled-64x128", 64, 128, 16, 8, 8, false),
         KernelSpec::tiled("tiled-128x64", 128, 64, 16, 8, 8, false),
+        // The same tiles with K split in two: twice the workgroups, for grids that would leave
+        // most of the GPU idle in their last wave (gate/up at ubatch 512 on a 132-SM H200).
+        KernelSpec::tiled_split("tiled-128x64-split2", [128, 64, 16, 8, 8], 2, false),
+        KernelSpec::tiled_split("tiled-64x128-split2", [64, 128, 16, 8, 8], 2, false),
         // llama.cpp's medium and large tiles: 128 invocations, 32 and 128 accumulators each.
         KernelSpec::tiled("llama-64x64", 64, 64, 16, 4, 8, true),
         KernelSpec::tiled("llama-128x128", 128, 128, 8, 8, 16, true),
@@ -310,35 +347,42 @@ pub fn catalogue() -> Vec<KernelSpec> {
 }
 
 /// Extra shared-memory tile shapes to try, for tuning on a new GPU without a rebuild:
-/// `RVL_BENCH_TILES=BMxBNxBKxTMxTN[,...]` (e.g. `128x128x16x8x8`). Each must keep the tiled
-/// kernel's contract (see gemm_tiled.comp).
+/// `RVL_BENCH_TILES=BMxBNxBKxTMxTN[xSPLIT][,...]` (e.g. `128x128x16x8x8`, `128x64x16x8x8x2`).
+/// Each must keep the tiled kernel's contract (see gemm_tiled.comp); SPLIT > 1 is split-K.
 pub const TILES_ENV: &str = "RVL_BENCH_TILES";
+
+/// More K slices than this only add atomics: no shape here has so few workgroups.
+const MAX_SPLIT_K: u32 = 16;
 
 pub fn parse_tiles(spec: &str) -> Result<Vec<KernelSpec>, String> {
     let mut out = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let shape_error =
+            || format!("{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN[xSPLIT] (five or six numbers)");
         let nums: Vec<u32> = item
             .split('x')
             .map(|v| v.parse::<u32>())
             .collect::<Result<_, _>>()
-            .map_err(|_| format!("{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"))?;
-        let [bm, bn, bk, tm, tn] = nums[..] else {
-            return Err(format!(
-                "{TILES_ENV}: {item:?} is not BMxBNxBKxTMxTN (five numbers)"
-            ));
+            .map_err(|_| shape_error())?;
+        let (bm, bn, bk, tm, tn, split) = match nums[..] {
+            [bm, bn, bk, tm, tn] => (bm, bn, bk, tm, tn, 1),
+            [bm, bn, bk, tm, tn, split] => (bm, bn, bk, tm, tn, split),
+            _ => return Err(shape_error()),
         };
-        if [bm, bn, bk, tm, tn].contains(&0) || tm > bm || tn > bn {
+        if [bm, bn, bk, tm, tn, split].contains(&0) || tm > bm || tn > bn || split > MAX_SPLIT_K {
             return Err(format!(
-                "{TILES_ENV}: {item:?}: sizes must be positive and TM <= BM, TN <= BN"
+                "{TILES_ENV}: {item:?}: sizes must be positive, TM <= BM, TN <= BN, SPLIT <= {MAX_SPLIT_K}"
             ));
         }
-        let k = KernelSpec::tiled(
-            &format!("tiled-{bm}x{bn}-k{bk}-{tm}x{tn}"),
-            bm,
-            bn,
-            bk,
-            tm,
-            tn,
+        let suffix = if split > 1 {
+            format!("-split{split}")
+        } else {
+            String::new()
+        };
+        let k = KernelSpec::tiled_split(
+            &format!("tiled-{bm}x{bn}-k{bk}-{tm}x{tn}{suffix}"),
+            [bm, bn, bk, tm, tn],
+            split,
             false,
         );
         if !k.contract_holds() || k.invocations() > 1024 {
@@ -374,6 +418,7 @@ pub fn fixed(
         accumulators: 0,
         llama_like: false,
         fixed_grid: Some((groups, 1)),
+        split_k: 1,
     }
 }
 

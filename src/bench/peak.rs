@@ -76,6 +76,7 @@ fn try_measure(
         k: b,
         ldk: 0,
         set,
+        out: None,
     };
     // Grow the loop until a run takes a quarter of the target, then scale to the target.
     let mut iters: u32 = 16;

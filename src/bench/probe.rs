@@ -70,6 +70,7 @@ pub fn run(gpu: &Gpu, progress: bool) -> Result<ProbeResult, VkError> {
         k: 0,
         ldk: 0,
         set,
+        out: None,
     };
     let mut runs = Vec::new();
     for (test, nacc) in [

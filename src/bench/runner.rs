@@ -20,6 +20,8 @@ pub struct Bound {
     pub k: u32,
     pub ldk: u32,
     pub set: vk::DescriptorSet,
+    /// The output buffer (binding 2), cleared before a split-K kernel adds into it.
+    pub out: Option<vk::Buffer>,
 }
 
 /// Times of a stack run: per dispatch (all reps), and the whole stack per rep, in seconds.
@@ -83,6 +85,7 @@ impl<'g> Runner<'g> {
             k,
             ldk,
             set: self.layouts.bind(buffers)?,
+            out: buffers.get(2).map(|b| b.buffer),
         })
     }
 
@@ -143,6 +146,12 @@ impl<'g> Runner<'g> {
     ) {
         let d = &self.gpu.device;
         let (gx, gy) = spec.grid(g.m, g.n);
+        if spec.split_k > 1 {
+            let out = g
+                .out
+                .expect("a split-K kernel is bound with an output buffer");
+            self.record_clear(cb, out);
+        }
         let push: Vec<u8> = [g.m, g.n, g.k, g.ldk]
             .iter()
             .flat_map(|v| v.to_ne_bytes())
@@ -165,7 +174,42 @@ impl<'g> Runner<'g> {
                 0,
                 &push,
             );
-            d.cmd_dispatch(cb, gx, gy, 1);
+            d.cmd_dispatch(cb, gx, gy, spec.grid_z());
+        }
+    }
+
+    /// Zero `out` for a split-K kernel that adds its partial sums into it, ordered after earlier
+    /// shader access and before the dispatch. It is recorded with the dispatch, so its time
+    /// counts in the kernel's time.
+    fn record_clear(&self, cb: vk::CommandBuffer, out: vk::Buffer) {
+        let d = &self.gpu.device;
+        let before = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
+        let after = [vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
+        // SAFETY: cb is recording; out is a live storage buffer created with TRANSFER_DST.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &before,
+                &[],
+                &[],
+            );
+            d.cmd_fill_buffer(cb, out, 0, vk::WHOLE_SIZE, 0);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &after,
+                &[],
+                &[],
+            );
         }
     }
 

@@ -7,10 +7,18 @@
 // memory, transposed to k-major so an invocation reads its TM tokens and TN outputs as vec4s.
 // Two shared buffers alternate, so one barrier per K step suffices: while the tile in one buffer
 // is multiplied, the next one is fetched into registers and then stored into the other buffer.
+// Split-K (built with -DSPLIT_K): workgroup z takes one of SPLIT slices of the K steps and adds
+// its partial sums into C atomically, which the host clears first. It gives the GPU SPLIT times
+// as many workgroups, so a grid that leaves the last wave mostly empty (512 x 11008 with 128x64
+// tiles is 5.2 workgroups per H200 SM) finishes evenly. With SPLIT == 2 each output is
+// 0 + a + b in either order, so the result does not depend on scheduling.
 // Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
 // BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+#ifdef SPLIT_K
+#extension GL_EXT_shader_atomic_float : require
+#endif
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = 1) const uint BM = 64;
@@ -18,6 +26,7 @@ layout(constant_id = 2) const uint BN = 64;
 layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 8;
+layout(constant_id = 6) const uint SPLIT = 1;  // K slices (split-K build only)
 
 const uint THREADS = gl_WorkGroupSize.x;
 const uint TX = BN / TN;  // invocations along N
@@ -42,7 +51,11 @@ layout(push_constant) uniform Params {
 
 layout(std430, binding = 0) readonly buffer Xbuf { vec4 x[]; };
 layout(std430, binding = 1) readonly buffer Wbuf { vec4 w[]; };
+#ifdef SPLIT_K
+layout(std430, binding = 2) buffer Cbuf { float c[]; };
+#else
 layout(std430, binding = 2) writeonly buffer Cbuf { float c[]; };
+#endif
 // The same buffer seen as vec4s, for 128-bit stores of whole output quads when N % 4 == 0.
 layout(std430, binding = 2) writeonly buffer Cbuf4 { vec4 c4[]; };
 
@@ -98,16 +111,25 @@ void main() {
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint a = 0; a < TM * TN / 4; a++) acc[a] = vec4(0.0);
 
+    const uint steps = (p.ldk + BK - 1) / BK;
+#ifdef SPLIT_K
+    const uint per_slice = (steps + SPLIT - 1) / SPLIT;
+    const uint first = gl_WorkGroupID.z * per_slice;
+    const uint end = min(first + per_slice, steps);
+#else
+    const uint first = 0;
+    const uint end = steps;
+#endif
+
     vec4 rx[LOADS_X];
     vec4 rw[LOADS_W];
-    fetch(0, m_base, n_base, rx, rw);
+    fetch(first * BK, m_base, n_base, rx, rw);
     stash(0, rx, rw);
     barrier();
 
-    const uint steps = (p.ldk + BK - 1) / BK;
-    for (uint s = 0; s < steps; s++) {
-        const uint cur = s & 1u;
-        const bool more = s + 1 < steps;
+    for (uint s = first; s < end; s++) {
+        const uint cur = (s - first) & 1u;
+        const bool more = s + 1 < end;
         if (more) fetch((s + 1) * BK, m_base, n_base, rx, rw);
         [[unroll]] for (uint kk = 0; kk < BK; kk++) {
             vec4 a[TM / 4];
@@ -132,6 +154,11 @@ void main() {
             [[unroll]] for (uint h = 0; h < TN / 4; h++) {
                 const uint n = n_base + (tx + h * TX) * 4;
                 const vec4 v = acc[(g * 4 + r) * (TN / 4) + h];
+#ifdef SPLIT_K
+                [[unroll]] for (uint e = 0; e < 4; e++)
+                    if (n + e < p.N) atomicAdd(c[m * p.N + n + e], v[e]);
+                continue;
+#endif
                 if (quads && n + 3 < p.N) {
                     c4[(m * p.N + n) / 4] = v;
                 } else {

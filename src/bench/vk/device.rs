@@ -33,6 +33,8 @@ pub struct DeviceInfo {
     pub int8_dot: bool,
     /// The driver says 4x8-bit packed signed dot products are hardware-accelerated.
     pub int8_dot_accelerated: bool,
+    /// shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float): the split-K kernels can run.
+    pub float_atomic_add: bool,
     pub subgroup_size: u32,
     pub max_shared_memory: u32,
     pub max_workgroup_invocations: u32,
@@ -317,6 +319,7 @@ fn describe(
         let f16_ok = api >= vk::API_VERSION_1_2 || has_f16_ext;
         let has_core_builtins_ext = has_ext(&exts, ash::arm::shader_core_builtins::NAME);
         let pipeline_statistics = has_ext(&exts, ash::khr::pipeline_executable_properties::NAME);
+        let has_atomic_float_ext = has_ext(&exts, ash::ext::shader_atomic_float::NAME);
 
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
@@ -338,12 +341,16 @@ fn describe(
         let mut storage16 = vk::PhysicalDevice16BitStorageFeatures::default();
         let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
         let mut dot = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default();
+        let mut atomic_float = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
         let mut feats2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut storage16);
         if f16_ok {
             feats2 = feats2.push_next(&mut f16);
         }
         if int_dot_ok {
             feats2 = feats2.push_next(&mut dot);
+        }
+        if has_atomic_float_ext {
+            feats2 = feats2.push_next(&mut atomic_float);
         }
         instance.get_physical_device_features2(pd, &mut feats2);
 
@@ -383,6 +390,8 @@ fn describe(
             int8_dot: int_dot_ok && dot.shader_integer_dot_product == vk::TRUE,
             int8_dot_accelerated: int_dot_ok
                 && dot_props.integer_dot_product4x8_bit_packed_signed_accelerated == vk::TRUE,
+            float_atomic_add: has_atomic_float_ext
+                && atomic_float.shader_buffer_float32_atomic_add == vk::TRUE,
             subgroup_size: subgroup.subgroup_size,
             max_shared_memory: props.limits.max_compute_shared_memory_size,
             max_workgroup_invocations: props.limits.max_compute_work_group_invocations,
@@ -448,6 +457,9 @@ impl Gpu {
             if info.fp16 && info.api_raw < vk::API_VERSION_1_2 && info.has_f16_ext {
                 ext_names.push(ash::khr::shader_float16_int8::NAME.as_ptr());
             }
+            if info.float_atomic_add {
+                ext_names.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+            }
 
             let mut storage16 = vk::PhysicalDevice16BitStorageFeatures::default()
                 .storage_buffer16_bit_access(info.fp16);
@@ -455,6 +467,8 @@ impl Gpu {
                 vk::PhysicalDeviceShaderFloat16Int8Features::default().shader_float16(info.fp16);
             let mut dot = vk::PhysicalDeviceShaderIntegerDotProductFeatures::default()
                 .shader_integer_dot_product(info.int8_dot);
+            let mut atomic_float = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
+                .shader_buffer_float32_atomic_add(info.float_atomic_add);
             let mut exec = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
                 .pipeline_executable_info(true);
             let mut create = vk::DeviceCreateInfo::default()
@@ -468,6 +482,9 @@ impl Gpu {
             }
             if info.pipeline_statistics {
                 create = create.push_next(&mut exec);
+            }
+            if info.float_atomic_add {
+                create = create.push_next(&mut atomic_float);
             }
             let device = inst
                 .instance
@@ -545,6 +562,7 @@ pub(crate) mod tests_support {
             fp16: true,
             int8_dot: false,
             int8_dot_accelerated: false,
+            float_atomic_add: false,
             subgroup_size: 16,
             max_shared_memory: 32768,
             max_workgroup_invocations: 1024,
