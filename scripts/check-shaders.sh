@@ -13,6 +13,7 @@ SHADERS=(
     "gemm_reg_f32.spv|gemm_reg.comp|"
     "gemm_reg_f16.spv|gemm_reg.comp|-DF16"
     "gemm_tiled_f32.spv|gemm_tiled.comp|"
+    "gemm_tiled_peeled_f32.spv|gemm_tiled.comp|-DPEEL_LAST_STEP"
     "gemm_tiled_splitk_f32.spv|gemm_tiled.comp|-DSPLIT_K"
     "gemm_int8.spv|gemm_int8.comp|"
     "gemm_q4_0.spv|gemm_q4_0.comp|"

@@ -12,6 +12,7 @@
 // as many workgroups, so a grid that leaves the last wave mostly empty (512 x 11008 with 128x64
 // tiles is 5.2 workgroups per H200 SM) finishes evenly. With SPLIT == 2 each output is
 // 0 + a + b in either order, so the result does not depend on scheduling.
+// Peeled (built with -DPEEL_LAST_STEP): the same kernel with the last K step outside the loop.
 // Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
 // BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded.
 #version 450
@@ -100,6 +101,25 @@ void stash(uint buf, in vec4 rx[LOADS_X], in vec4 rw[LOADS_W]) {
     }
 }
 
+// One K step: multiply the X and W tiles in shared buffer CUR into the accumulators. A macro,
+// because as a function taking the accumulator array (sized by specialisation constants) it
+// gave wrong results with Debian 12's glslc.
+#define MULTIPLY_STEP(CUR)                                                                      \
+    [[unroll]] for (uint kk = 0; kk < BK; kk++) {                                               \
+        vec4 a[TM / 4];                                                                         \
+        vec4 b[TN / 4];                                                                         \
+        const uint sx = ((kk / 4) * SWZ_X) & 7u;                                                \
+        const uint sw = ((kk / 4) * SWZ_W) & 7u;                                                \
+        [[unroll]] for (uint g = 0; g < TM / 4; g++)                                            \
+            a[g] = xs[((CUR) * BK + kk) * (BM / 4) + ((ty + g * TY) ^ sx)];                     \
+        [[unroll]] for (uint h = 0; h < TN / 4; h++)                                            \
+            b[h] = ws[((CUR) * BK + kk) * (BN / 4) + ((tx + h * TX) ^ sw)];                     \
+        [[unroll]] for (uint g = 0; g < TM / 4; g++)                                            \
+            [[unroll]] for (uint r = 0; r < 4; r++)                                             \
+                [[unroll]] for (uint h = 0; h < TN / 4; h++)                                    \
+                    acc[(g * 4 + r) * (TN / 4) + h] += a[g][r] * b[h];                          \
+    }
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint tx = tid % TX;
@@ -127,25 +147,29 @@ void main() {
     stash(0, rx, rw);
     barrier();
 
+#ifdef PEEL_LAST_STEP
+    // Every step but the last prefetches without a condition and the last one only multiplies.
+    // The driver then schedules the loop with fewer registers (NVIDIA: 127 instead of 149 for
+    // 128x128 tiles at BK 8), so more workgroups fit per SM; it pays where the grid has many
+    // workgroups and costs where it has one per SM, so both forms are offered.
+    for (uint s = first; s + 1 < end; s++) {
+        const uint cur = (s - first) & 1u;
+        fetch((s + 1) * BK, m_base, n_base, rx, rw);
+        MULTIPLY_STEP(cur)
+        stash(cur ^ 1u, rx, rw);
+        barrier();
+    }
+    MULTIPLY_STEP((end - 1 - first) & 1u)
+#else
     for (uint s = first; s < end; s++) {
         const uint cur = (s - first) & 1u;
         const bool more = s + 1 < end;
         if (more) fetch((s + 1) * BK, m_base, n_base, rx, rw);
-        [[unroll]] for (uint kk = 0; kk < BK; kk++) {
-            vec4 a[TM / 4];
-            vec4 b[TN / 4];
-            const uint sx = ((kk / 4) * SWZ_X) & 7u;
-            const uint sw = ((kk / 4) * SWZ_W) & 7u;
-            [[unroll]] for (uint g = 0; g < TM / 4; g++) a[g] = xs[(cur * BK + kk) * (BM / 4) + ((ty + g * TY) ^ sx)];
-            [[unroll]] for (uint h = 0; h < TN / 4; h++) b[h] = ws[(cur * BK + kk) * (BN / 4) + ((tx + h * TX) ^ sw)];
-            [[unroll]] for (uint g = 0; g < TM / 4; g++)
-                [[unroll]] for (uint r = 0; r < 4; r++)
-                    [[unroll]] for (uint h = 0; h < TN / 4; h++)
-                        acc[(g * 4 + r) * (TN / 4) + h] += a[g][r] * b[h];
-        }
+        MULTIPLY_STEP(cur)
         if (more) stash(cur ^ 1u, rx, rw);
         barrier();
     }
+#endif
 
     [[unroll]] for (uint g = 0; g < TM / 4; g++) {
         [[unroll]] for (uint r = 0; r < 4; r++) {
