@@ -53,7 +53,7 @@ pub fn render(r: &Report, style: Style) -> String {
     let yn = |b: bool| if b { "yes" } else { "no" };
     let _ = writeln!(
         o,
-        "  fp16 {} | int8 dot {}{} | subgroup {} | shared memory {} KiB | timestamps {}",
+        "  fp16 {} | int8 dot {}{} | float atomics {} | subgroup {} | shared memory {} KiB | timestamps {}",
         yn(d.fp16),
         yn(d.int8_dot),
         if d.int8_dot && !d.int8_dot_accelerated {
@@ -61,6 +61,7 @@ pub fn render(r: &Report, style: Style) -> String {
         } else {
             ""
         },
+        yn(d.float_atomic_add),
         d.subgroup_size,
         d.max_shared_memory / 1024,
         yn(d.timestamp_period_ns.is_some())
