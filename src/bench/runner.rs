@@ -174,7 +174,7 @@ impl<'g> Runner<'g> {
                 0,
                 &push,
             );
-            d.cmd_dispatch(cb, gx, gy, spec.grid_z());
+            d.cmd_dispatch(cb, gx, gy, spec.split_k);
         }
     }
 

@@ -9,9 +9,9 @@
 // is multiplied, the next one is fetched into registers and then stored into the other buffer.
 // Split-K (built with -DSPLIT_K): workgroup z takes one of SPLIT slices of the K steps and adds
 // its partial sums into C atomically, which the host clears first. It gives the GPU SPLIT times
-// as many workgroups, so a grid that leaves the last wave mostly empty (512 x 11008 with 128x64
-// tiles is 5.2 workgroups per H200 SM) finishes evenly. With SPLIT == 2 each output is
-// 0 + a + b in either order, so the result does not depend on scheduling.
+// as many workgroups, for grids with about one per SM (down at ubatch 512 in 128x64 tiles: 128
+// workgroups on a 132-SM H200). With SPLIT == 2 each output is 0 + a + b in either order, so
+// the result does not depend on scheduling.
 // Peeled (built with -DPEEL_LAST_STEP): the same kernel with the last K step outside the loop.
 // Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
 // BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded.
@@ -149,9 +149,9 @@ void main() {
 
 #ifdef PEEL_LAST_STEP
     // Every step but the last prefetches without a condition and the last one only multiplies.
-    // The driver then schedules the loop with fewer registers (NVIDIA: 127 instead of 149 for
-    // 128x128 tiles at BK 8), so more workgroups fit per SM; it pays where the grid has many
-    // workgroups and costs where it has one per SM, so both forms are offered.
+    // The driver then schedules the loop with fewer registers (NVIDIA: 127 for 128x128 tiles at
+    // BK 8, where the guarded loop takes 149 at BK 16), so more workgroups fit per SM; it pays
+    // where the grid has many workgroups and costs where it has one per SM, so both are offered.
     for (uint s = first; s + 1 < end; s++) {
         const uint cur = (s - first) & 1u;
         fetch((s + 1) * BK, m_base, n_base, rx, rw);
