@@ -4,7 +4,7 @@
 
 use rvl::bench::gemm::{bind, compute_once, output_bytes, to_f32, upload};
 use rvl::bench::kernels::{catalogue, Precision};
-use rvl::bench::operands::{max_error, pack, random_values, Side};
+use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
 use rvl::bench::vk::{pick_device, Buffer, Gpu, Instance};
 
@@ -75,6 +75,25 @@ fn every_kernel_matches_the_cpu_reference_on_ragged_shapes() {
     assert!(checked >= 8 * 4, "only {checked} kernel/shape pairs ran");
 }
 
+/// Random fp32 activations (`m x k`, seed) and weights (`n x k`, seed + 1).
+fn fp32_operands(m: u32, n: u32, k: u32, seed: u64) -> (Packed, Packed) {
+    let x = pack(
+        Precision::Fp32,
+        Side::Activations,
+        m,
+        k,
+        &random_values(m, k, seed),
+    );
+    let w = pack(
+        Precision::Fp32,
+        Side::Weights,
+        n,
+        k,
+        &random_values(n, k, seed + 1),
+    );
+    (x, w)
+}
+
 #[test]
 fn a_wrong_kernel_is_caught_by_the_check() {
     let Some(inst) = instance() else { return };
@@ -83,20 +102,7 @@ fn a_wrong_kernel_is_caught_by_the_check() {
     let mut runner = Runner::new(&gpu).expect("runner");
     let spec = catalogue().into_iter().next().expect("a kernel");
     let (m, n, k) = (9, 33, 20);
-    let x = pack(
-        Precision::Fp32,
-        Side::Activations,
-        m,
-        k,
-        &random_values(m, k, 5),
-    );
-    let w = pack(
-        Precision::Fp32,
-        Side::Weights,
-        n,
-        k,
-        &random_values(n, k, 6),
-    );
+    let (x, w) = fp32_operands(m, n, k, 5);
     let mut c = compute_once(&mut runner, &spec, &x, &w).expect("run");
     let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
     assert!(max_error(&c, n, &x, &w, &all) <= Precision::Fp32.tolerance());
@@ -120,20 +126,7 @@ fn split_k_kernels_clear_their_output_before_every_run() {
     }
     let mut runner = Runner::new(&gpu).expect("runner");
     let (m, n, k) = (130, 131, 72);
-    let x = pack(
-        Precision::Fp32,
-        Side::Activations,
-        m,
-        k,
-        &random_values(m, k, 7),
-    );
-    let w = pack(
-        Precision::Fp32,
-        Side::Weights,
-        n,
-        k,
-        &random_values(n, k, 8),
-    );
+    let (x, w) = fp32_operands(m, n, k, 7);
     let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
     let mut ran = 0;
     for spec in catalogue().into_iter().filter(|s| s.split_k > 1) {

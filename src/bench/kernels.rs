@@ -571,6 +571,14 @@ mod tests {
         dev
     }
 
+    /// The same device data with NVIDIA's ids: not Mali.
+    fn nvidia() -> DeviceInfo {
+        let mut dev = mali();
+        dev.driver_id = "NVIDIA_PROPRIETARY".into();
+        dev.vendor_id = 0x10de;
+        dev
+    }
+
     fn runs_on(dev: &DeviceInfo) -> Vec<KernelSpec> {
         catalogue()
             .into_iter()
@@ -618,9 +626,7 @@ mod tests {
             let reason = k.unsupported_reason(&dev);
             assert_eq!(reason.is_none(), k.llama_like, "{}: {reason:?}", k.name);
         }
-        let mut nvidia = mali();
-        nvidia.driver_id = "NVIDIA_PROPRIETARY".into();
-        nvidia.vendor_id = 0x10de;
+        let mut nvidia = nvidia();
         nvidia.float_atomic_add = true;
         nvidia.max_shared_memory = 48 * 1024;
         assert!(tiled
@@ -631,9 +637,7 @@ mod tests {
     #[test]
     fn split_k_needs_float_atomics() {
         let k = find("tiled-128x64-split2", Precision::Fp32).expect("in the catalogue");
-        let mut dev = mali();
-        dev.driver_id = "NVIDIA_PROPRIETARY".into();
-        dev.vendor_id = 0x10de;
+        let mut dev = nvidia();
         assert!(k.unsupported_reason(&dev).unwrap().contains("AtomicAdd"));
         dev.float_atomic_add = true;
         assert_eq!(k.unsupported_reason(&dev), None);
@@ -641,9 +645,7 @@ mod tests {
 
     #[test]
     fn other_gpus_keep_the_larger_register_tiles() {
-        let mut other = mali();
-        other.driver_id = "NVIDIA_PROPRIETARY".into();
-        other.vendor_id = 0x10de;
+        let other = nvidia();
         let elsewhere: Vec<_> = runs_on(&other).iter().map(config).collect();
         for c in LAB_SPILLING {
             assert!(elsewhere.contains(&c), "{c:?} dropped for every GPU");
