@@ -2,11 +2,11 @@
 //! f64 reference on every output entry, for shapes that are and are not multiples of the tiles.
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
 
-use rvl::bench::gemm::{bind, compute_once, output_bytes, to_f32, upload};
+use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
-use rvl::bench::vk::{pick_device, Buffer, Gpu, Instance};
+use rvl::bench::vk::{pick_device, Gpu, Instance};
 
 fn instance() -> Option<Instance> {
     match Instance::load() {
@@ -134,12 +134,7 @@ fn split_k_kernels_clear_their_output_before_every_run() {
             continue;
         }
         // Warm-up plus three timed runs into one output: without the clear they would add up.
-        let xd = upload(&gpu, &x).expect("upload");
-        let wd = upload(&gpu, &w).expect("upload");
-        let c = Buffer::storage(&gpu, output_bytes(m, n)).expect("output");
-        let bound = bind(&runner, &xd, &wd, &c, &x, &w).expect("bind");
-        runner.time_single(&spec, &bound, 3).expect("run");
-        let out = to_f32(&c.download(&gpu, output_bytes(m, n)).expect("download"));
+        let out = compute_repeated(&mut runner, &spec, &x, &w, 3).expect("run");
         let err = max_error(&out, n, &x, &w, &all);
         assert!(
             err <= Precision::Fp32.tolerance(),

@@ -58,18 +58,27 @@ pub fn compute_once(
     x: &Packed,
     w: &Packed,
 ) -> Result<Vec<f32>, VkError> {
+    compute_repeated(runner, spec, x, w, 0)
+}
+
+/// Upload, run as a timing would (once, then a warm-up and `reps` timed runs when `reps > 0`,
+/// all into the same output), read back the `m x n` fp32 result.
+pub fn compute_repeated(
+    runner: &mut Runner,
+    spec: &KernelSpec,
+    x: &Packed,
+    w: &Packed,
+    reps: usize,
+) -> Result<Vec<f32>, VkError> {
     let gpu = runner.gpu;
     let xd = upload(gpu, x)?;
     let wd = upload(gpu, w)?;
     let c = Buffer::storage(gpu, output_bytes(x.rows, w.rows))?;
     let bound = bind(runner, &xd, &wd, &c, x, w)?;
-    runner.time_single(spec, &bound, 0)?;
+    runner.time_single(spec, &bound, reps)?;
     let bytes = c.download(gpu, output_bytes(x.rows, w.rows))?;
     runner.layouts.reset_sets()?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+    Ok(to_f32(&bytes))
 }
 
 pub fn to_f32(bytes: &[u8]) -> Vec<f32> {
