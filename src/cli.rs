@@ -27,6 +27,26 @@ pub enum Command {
     SmokeBench(BenchArgs),
 }
 
+impl Command {
+    /// The verb as the user typed it, for the JSON envelope's `command`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Doctor(_) => "doctor",
+            Command::Setup(_) => "setup",
+            Command::SmokeBench(_) => "smoke-bench",
+        }
+    }
+
+    /// Whether `--json` was given: the output, errors included, is one JSON document.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Doctor(a) => a.json,
+            Command::Setup(a) => a.json,
+            Command::SmokeBench(a) => a.json,
+        }
+    }
+}
+
 /// Options shared by every verb that looks at the system.
 #[derive(Debug, Args, Clone)]
 pub struct SystemArgs {

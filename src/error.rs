@@ -1,9 +1,156 @@
-//! An error that knows its exit status. Verbs return `anyhow::Error`; those built with
-//! [`fail`] carry one of the codes in [`crate::exit`], anything else exits with
+//! The errors rvl expects, as one typed enum (after cargo-nextest's `ExpectedError`).
+//!
+//! Code that fails says *what* went wrong by picking a variant; which exit status that is
+//! decided once, in [`Error::exit_code`], next to the table in [`crate::exit`]. Verbs return
+//! `anyhow::Result` so that `.context(..)` can add the "while ..." layers; `main` finds the
+//! `Error` in the chain and renders it once (a sentence and its causes, or the JSON envelope).
+//! Anything that is not an `Error` (a bare I/O or serde error) exits with
 //! [`exit::PROBLEMS`](crate::exit::PROBLEMS).
 
-use crate::exit;
+use std::io;
+use std::path::PathBuf;
 
+use crate::exit;
+use crate::fetch::FetchError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad flags or arguments that clap could not catch (unknown check id, `--root` not a dir).
+    #[error("{0}")]
+    Usage(String),
+
+    /// A board profile (YAML) is malformed or inconsistent.
+    #[error("{0}")]
+    Profile(String),
+
+    /// The artifact manifest (YAML) is malformed or inconsistent.
+    #[error("{0}")]
+    Manifest(String),
+
+    /// A file the user pointed rvl at (a saved result, a patch series) is malformed.
+    #[error("{0}")]
+    BadInput(String),
+
+    /// setup's journal or state file is damaged; nothing was changed.
+    #[error("{0}")]
+    Journal(String),
+
+    /// The host is not a board rvl supports for the requested action.
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// Needs root: the action changes the system.
+    #[error("{0}")]
+    NeedsRoot(String),
+
+    /// A file-system operation on a path rvl must read or write failed. Permission problems
+    /// exit with PERMISSION, anything else with PROBLEMS.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// The operation, as a verb phrase: "cannot write", "cannot open the lock".
+        what: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A download or its verification failed; nothing was installed.
+    #[error("download failed")]
+    Fetch(#[source] FetchError),
+
+    /// Another rvl run holds the lock.
+    #[error("{0}")]
+    Locked(String),
+
+    /// No usable Vulkan device: loader missing, no ICD, the device lacks what is required.
+    #[error("{0}")]
+    NoVulkan(String),
+
+    /// The user did not confirm (or could not be asked); nothing was changed.
+    #[error("{0}")]
+    NotConfirmed(String),
+
+    /// A setup step failed; what it had changed was rolled back.
+    #[error("{0}")]
+    StepFailed(String),
+
+    /// A step failed and rollback could not restore everything.
+    #[error("{0}")]
+    RollbackIncomplete(String),
+
+    /// A Vulkan call failed outside the sweep (where failures are results, not errors).
+    #[error("{0}")]
+    Vulkan(String),
+
+    /// A bug: an invariant rvl relies on does not hold.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The documented exit status of this error: the only place that maps errors to codes.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => exit::USAGE,
+            Error::Profile(_) | Error::Manifest(_) | Error::BadInput(_) | Error::Journal(_) => {
+                exit::BAD_INPUT
+            }
+            Error::NeedsRoot(_) => exit::PERMISSION,
+            Error::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied => {
+                exit::PERMISSION
+            }
+            Error::Io { .. } => exit::PROBLEMS,
+            Error::Unsupported(_) => exit::UNSUPPORTED,
+            Error::Fetch(_) => exit::DOWNLOAD,
+            Error::Locked(_) => exit::LOCKED,
+            Error::NoVulkan(_) => exit::NO_VULKAN,
+            Error::NotConfirmed(_) => exit::NOT_CONFIRMED,
+            Error::StepFailed(_) | Error::Vulkan(_) => exit::PROBLEMS,
+            Error::RollbackIncomplete(_) => exit::ROLLBACK_INCOMPLETE,
+            Error::Internal(_) => exit::INTERNAL,
+        }
+    }
+
+    /// A short stable name of the variant, for the JSON envelope's `error.kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Usage(_) => "usage",
+            Error::Profile(_) => "profile",
+            Error::Manifest(_) => "manifest",
+            Error::BadInput(_) => "bad-input",
+            Error::Journal(_) => "journal",
+            Error::Unsupported(_) => "unsupported",
+            Error::NeedsRoot(_) => "needs-root",
+            Error::Io { .. } => "io",
+            Error::Fetch(_) => "download",
+            Error::Locked(_) => "locked",
+            Error::NoVulkan(_) => "no-vulkan",
+            Error::NotConfirmed(_) => "not-confirmed",
+            Error::StepFailed(_) => "step-failed",
+            Error::RollbackIncomplete(_) => "rollback-incomplete",
+            Error::Vulkan(_) => "vulkan",
+            Error::Internal(_) => "internal",
+        }
+    }
+
+    /// An I/O failure on `path`, e.g. `Error::io("cannot write", path, e)`.
+    pub fn io(what: &str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            what: what.to_string(),
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl From<FetchError> for Error {
+    fn from(e: FetchError) -> Self {
+        Error::Fetch(e)
+    }
+}
+
+/// Transitional: an error that carries its exit status as a number. Being replaced by
+/// [`Error`] variants room by room; do not add new uses.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct Failure {
@@ -11,7 +158,7 @@ pub struct Failure {
     pub message: String,
 }
 
-/// An error with a documented exit status.
+/// Transitional, see [`Failure`].
 pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
     Failure {
         code,
@@ -20,22 +167,64 @@ pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// The exit status an error maps to.
+/// The first [`Error`] in an error's chain, if any.
+pub fn find(err: &anyhow::Error) -> Option<&Error> {
+    err.chain().find_map(|e| e.downcast_ref::<Error>())
+}
+
+/// The exit status an error maps to: its [`Error`]'s, or PROBLEMS for anything untyped.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {
+    if let Some(e) = find(err) {
+        return e.exit_code();
+    }
     err.chain()
         .find_map(|e| e.downcast_ref::<Failure>())
         .map(|f| f.code)
         .unwrap_or(exit::PROBLEMS)
 }
 
+/// The error's kind for the JSON envelope ("other" for anything untyped).
+pub fn kind_of(err: &anyhow::Error) -> &'static str {
+    find(err).map(Error::kind).unwrap_or("other")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Context;
 
     #[test]
     fn codes_survive_added_context() {
-        let e = fail(exit::LOCKED, "held").context("while planning");
+        let e = anyhow::Error::from(Error::Locked("held".into())).context("while planning");
         assert_eq!(exit_code_of(&e), exit::LOCKED);
+        assert_eq!(kind_of(&e), "locked");
         assert_eq!(exit_code_of(&anyhow::anyhow!("plain")), exit::PROBLEMS);
+        assert_eq!(kind_of(&anyhow::anyhow!("plain")), "other");
+    }
+
+    #[test]
+    fn io_errors_map_permission_denied_apart() {
+        let denied = Error::io(
+            "cannot write",
+            "/x",
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(denied.exit_code(), exit::PERMISSION);
+        let other = Error::io("cannot write", "/x", io::Error::other("disk full"));
+        assert_eq!(other.exit_code(), exit::PROBLEMS);
+        assert_eq!(other.to_string(), "cannot write /x: disk full");
+    }
+
+    #[test]
+    fn a_fetch_error_keeps_its_source() {
+        let e = Error::from(FetchError::Status {
+            url: "https://x/y".into(),
+            status: 404,
+        });
+        assert_eq!(e.exit_code(), exit::DOWNLOAD);
+        let source = std::error::Error::source(&e).expect("the fetch error is the source");
+        assert!(source.to_string().contains("HTTP 404"), "{source}");
+        let wrapped: anyhow::Result<()> = Err(e).context("installing firmware");
+        assert_eq!(exit_code_of(&wrapped.unwrap_err()), exit::DOWNLOAD);
     }
 }

@@ -18,4 +18,5 @@ pub mod kernelcfg;
 pub mod manifest;
 pub mod output;
 pub mod profile;
+pub mod settings;
 pub mod setup;

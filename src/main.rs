@@ -1,6 +1,9 @@
-//! rvl: parse the command line, run the verb, map the outcome to a documented exit status.
+//! rvl: parse the command line, read the surroundings once, run the verb, print its outcome
+//! (or its error) once, exit with the documented status.
 
 use clap::Parser;
+use rvl::output::{self, Envelope, ErrorBody, ErrorReport, Outcome};
+use rvl::settings::Settings;
 use rvl::{bench, cli, doctor, error, exit, setup};
 
 fn main() {
@@ -12,20 +15,52 @@ fn main() {
     }));
 
     let cli = cli::Cli::parse();
-    let outcome = match &cli.command {
-        cli::Command::Doctor(args) => doctor::run(args),
-        cli::Command::Setup(args) => setup::run(args),
-        cli::Command::SmokeBench(args) => bench::run(args),
+    let settings = Settings::from_process();
+    let verb = cli.command.name();
+    let json = cli.command.json();
+    let code = match &cli.command {
+        cli::Command::Doctor(args) => finish_code(verb, json, doctor::run(args)),
+        cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
+        cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
     };
-    let code = match outcome {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("rvl: error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
-            error::exit_code_of(&err)
-        }
-    };
+    let _ = &settings;
     std::process::exit(code);
+}
+
+/// Print a verb's outcome, as text or in the JSON envelope, and return its exit status.
+#[allow(dead_code)]
+fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Result<O>) -> i32 {
+    match r {
+        Ok(outcome) => {
+            let code = outcome.exit_code();
+            // A closed stdout (`rvl doctor | head`) is not an error worth a second message.
+            if json {
+                let _ = output::print_json(&Envelope::new(verb, code, &outcome));
+            } else {
+                print!("{}", outcome.human(settings.style));
+            }
+            code
+        }
+        Err(err) => report_error(verb, json, &err),
+    }
+}
+
+/// Transitional: a verb that printed its own output and returned only its status.
+fn finish_code(verb: &str, json: bool, r: anyhow::Result<i32>) -> i32 {
+    match r {
+        Ok(code) => code,
+        Err(err) => report_error(verb, json, &err),
+    }
+}
+
+/// An error, rendered once: the sentence and its causes on stderr, and under `--json` the
+/// error envelope on stdout too, so a script always gets a document.
+fn report_error(verb: &str, json: bool, err: &anyhow::Error) -> i32 {
+    let code = error::exit_code_of(err);
+    let report = ErrorReport::from_error(err);
+    eprint!("{}", report.human());
+    if json {
+        let _ = output::print_json(&Envelope::new(verb, code, &ErrorBody { error: report }));
+    }
+    code
 }

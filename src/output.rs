@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// How human output may be decorated.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Style {
     pub color: bool,
 }
@@ -53,6 +53,100 @@ impl Style {
     }
 }
 
+/// What a verb hands back to `main`: data that renders both ways and knows its exit status.
+/// `main` prints it once, as text or inside an [`Envelope`].
+pub trait Outcome: serde::Serialize {
+    /// The documented exit status of this outcome (see [`crate::exit`]).
+    fn exit_code(&self) -> i32;
+    /// Human output for stdout (short and scannable).
+    fn human(&self, style: Style) -> String;
+}
+
+/// The one shape of every `--json` document: the same four fields first, then the verb's own
+/// (flattened, so a verb's fields never nest under a key). Errors come in it too, with an
+/// `error` object as the verb's fields. Schema: docs/json.md.
+#[derive(Debug, serde::Serialize)]
+pub struct Envelope<'a, T: serde::Serialize> {
+    pub schema_version: u32,
+    pub rvl_version: &'static str,
+    /// The verb: "doctor", "setup" or "smoke-bench".
+    pub command: &'a str,
+    pub exit_code: i32,
+    #[serde(flatten)]
+    pub body: &'a T,
+}
+
+impl<'a, T: serde::Serialize> Envelope<'a, T> {
+    pub fn new(command: &'a str, exit_code: i32, body: &'a T) -> Self {
+        Envelope {
+            schema_version: SCHEMA_VERSION,
+            rvl_version: env!("CARGO_PKG_VERSION"),
+            command,
+            exit_code,
+            body,
+        }
+    }
+}
+
+/// The verb fields of an error envelope.
+#[derive(Debug, serde::Serialize)]
+pub struct ErrorBody {
+    pub error: ErrorReport,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ErrorReport {
+    /// Stable name of the error's kind ([`crate::error::Error::kind`]), "other" when untyped.
+    pub kind: &'static str,
+    /// The sentence a person reads.
+    pub message: String,
+    /// What led to it, outermost first.
+    pub causes: Vec<String>,
+}
+
+impl ErrorReport {
+    pub fn from_error(err: &anyhow::Error) -> Self {
+        ErrorReport {
+            kind: crate::error::kind_of(err),
+            message: escape_control(&err.to_string()),
+            causes: err
+                .chain()
+                .skip(1)
+                .map(|c| escape_control(&c.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The error for a person: the sentence, then one line per cause.
+    pub fn human(&self) -> String {
+        let mut out = format!("rvl: error: {}\n", self.message);
+        for cause in &self.causes {
+            out.push_str(&format!("  caused by: {cause}\n"));
+        }
+        out
+    }
+}
+
+/// Control bytes (other than newline and tab) as `\u{..}` escapes, so text taken from a
+/// hostile file cannot move the cursor or recolour a terminal when printed.
+pub fn escape_control(text: &str) -> String {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Print a JSON document on stdout (pretty, one trailing newline).
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -79,6 +173,30 @@ pub fn indented_tail(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_bytes_are_escaped_but_newlines_kept() {
+        assert_eq!(escape_control("a\x1b[31mb\nc"), "a\\u{1b}[31mb\nc");
+        assert_eq!(escape_control("plain"), "plain");
+    }
+
+    #[test]
+    fn the_envelope_puts_its_fields_before_the_verbs() {
+        #[derive(serde::Serialize)]
+        struct Body {
+            mode: &'static str,
+        }
+        let text =
+            serde_json::to_string(&Envelope::new("setup", 0, &Body { mode: "plan" })).unwrap();
+        assert!(
+            text.starts_with(r#"{"schema_version":1,"rvl_version":""#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(r#""command":"setup","exit_code":0,"mode":"plan"}"#),
+            "{text}"
+        );
+    }
 
     #[test]
     fn indented_tail_keeps_the_last_non_blank_lines() {

@@ -1,0 +1,119 @@
+//! Everything rvl takes from its surroundings, read once at the edge (`main`) and passed down,
+//! as ripgrep turns `LowArgs` into `HiArgs`: the `RVL_*` knobs, the terminal state and the
+//! environment the checks look at. Nothing below `main` calls `std::env::var` or asks whether
+//! a stream is a terminal; tests build a `Settings` by hand.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use crate::host::env::Env;
+use crate::output::Style;
+
+/// The `RVL_*` variables, raw. Each is parsed (and rejected with a clear error) by the code
+/// that owns its meaning; this only says where the value came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RvlVars {
+    /// `RVL_VULKAN_LIBRARY`: load this libvulkan instead of the system loader.
+    pub vulkan_library: Option<PathBuf>,
+    /// `RVL_BENCH_TILES`: extra tiled kernels for smoke-bench (tuning).
+    pub bench_tiles: Option<String>,
+    /// `RVL_BENCH_INJECT_FAILURE`: make chosen Vulkan calls fail (tests).
+    pub bench_inject_failure: Option<String>,
+    /// `RVL_PATCHES_DIR`: read patch series from here instead of the embedded copy.
+    pub patches_dir: Option<PathBuf>,
+    /// `RVL_FETCH_STALL_SECS`: seconds without data before a download try is abandoned.
+    pub fetch_stall_secs: Option<String>,
+    /// `RVL_FETCH_ATTEMPTS`: tries per download.
+    pub fetch_attempts: Option<String>,
+    /// `RVL_FAULT`: crash on purpose at a write point (crash-safety tests).
+    pub fault: Option<String>,
+    /// `MATMUL_NUM_THREADS`: threads of the CPU GEMM baseline (matrixmultiply's own variable).
+    pub matmul_threads: Option<String>,
+    /// `SUDO_USER`: the person behind `sudo rvl setup`, who gets GPU access.
+    pub sudo_user: Option<String>,
+}
+
+/// Whether each standard stream is a terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terminal {
+    pub stdin: bool,
+    pub stdout: bool,
+    pub stderr: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub vars: RvlVars,
+    pub terminal: Terminal,
+    /// How stdout may be decorated (colour only on a terminal, never with NO_COLOR/TERM=dumb).
+    pub style: Style,
+    /// The variables doctor's checks look at (XDG_*, VK_*, ...).
+    pub env: Env,
+}
+
+impl Settings {
+    /// Read the process environment and the terminal state. Called once, by `main`.
+    pub fn from_process() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let terminal = Terminal {
+            stdin: std::io::stdin().is_terminal(),
+            stdout: std::io::stdout().is_terminal(),
+            stderr: std::io::stderr().is_terminal(),
+        };
+        let no_color = var("NO_COLOR").is_some();
+        let dumb = var("TERM").is_some_and(|t| t == "dumb");
+        Settings {
+            vars: RvlVars {
+                vulkan_library: var("RVL_VULKAN_LIBRARY").map(PathBuf::from),
+                bench_tiles: var("RVL_BENCH_TILES"),
+                bench_inject_failure: var("RVL_BENCH_INJECT_FAILURE"),
+                patches_dir: var("RVL_PATCHES_DIR").map(PathBuf::from),
+                fetch_stall_secs: var("RVL_FETCH_STALL_SECS"),
+                fetch_attempts: var("RVL_FETCH_ATTEMPTS"),
+                fault: var("RVL_FAULT"),
+                matmul_threads: var("MATMUL_NUM_THREADS"),
+                sudo_user: var("SUDO_USER"),
+            },
+            terminal,
+            style: Style {
+                color: terminal.stdout && !no_color && !dumb,
+            },
+            env: Env::from_process(),
+        }
+    }
+
+    /// A person can answer a prompt: stdin and stderr are terminals.
+    pub fn can_prompt(&self) -> bool {
+        self.terminal.stdin && self.terminal.stderr
+    }
+
+    /// Progress lines on stderr: on a terminal always; otherwise only in human mode, where a
+    /// log of a long run is wanted, and not under `--json`, where a script reads the output
+    /// and stderr is usually captured alongside it.
+    pub fn progress(&self, json: bool) -> bool {
+        self.terminal.stderr || !json
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_off_under_json_only_without_a_terminal() {
+        let mut s = Settings::default();
+        assert!(s.progress(false));
+        assert!(!s.progress(true));
+        s.terminal.stderr = true;
+        assert!(s.progress(true));
+    }
+
+    #[test]
+    fn prompting_needs_stdin_and_stderr_terminals() {
+        let mut s = Settings::default();
+        s.terminal.stdin = true;
+        assert!(!s.can_prompt());
+        s.terminal.stderr = true;
+        assert!(s.can_prompt());
+    }
+}
