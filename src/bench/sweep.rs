@@ -2,6 +2,17 @@
 //! shape of a layer, pick the fastest correct one per shape, then record and time the layer
 //! stack with those kernels (and with llama.cpp's tiles), llama.cpp-style. A failure at one
 //! ubatch is recorded with its Vulkan call and result and the sweep moves on.
+//!
+//! Per precision, one layer of weights is packed and uploaded once ([`Sweep::pack_layer`]); then
+//! each ubatch goes through four stages, all over the one [`Sweep`] context:
+//! 1. pack: its activations and outputs on the device, bound per GEMM ([`Sweep::pack_ubatch`]);
+//! 2. screen: every variant on every distinct shape, checked and timed
+//!    ([`Sweep::screen_variants`]; on GPUs also [`Sweep::retime_back_to_back`]);
+//! 3. choose: the fastest correct kernel per shape ([`choose_fastest`]);
+//! 4. stack: the layer stack recorded and timed with that choice ([`Sweep::stack`]).
+//!
+//! The decisions (what is skipped and why, which kernel wins, how many layers a stack records,
+//! how its time is scaled to the model) are the pure functions after the stages.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -13,7 +24,7 @@ use super::model::Gemm;
 use super::operands::{check_points, max_error, pack, random_values, Packed, Side};
 use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
-use super::runner::{median, warmup_runs, Bound, Runner};
+use super::runner::{median, warmup_runs, Bound, Runner, StackTiming};
 use super::spill::{self, KernelDiagnostics};
 use super::vk::{Buffer, VkError};
 
@@ -23,6 +34,14 @@ pub const DISPATCHES_PER_COMMAND_BUFFER: usize = 20;
 /// Sampled entries checked against the f64 reference per GEMM (plus edges and corners).
 const CHECK_SAMPLES: usize = 192;
 const CHECK_EDGE: u32 = 32;
+/// Part of a ubatch's time share that screening may use before it drops the slow tail of the
+/// variants: the stacks, which are what the run reports, need the rest.
+const SCREEN_SHARE: f64 = 0.5;
+/// The llama.cpp-tiles stack runs after the best one has used part of the share; it gets this
+/// multiple of the share so that it can still record as many layers.
+const LLAMA_STACK_SHARE: f64 = 1.5;
+/// Most whole-stack warm-up submissions.
+const MAX_STACK_WARMUP: usize = 50;
 
 pub struct Outcome {
     pub ubatches: Vec<UbatchResult>,
@@ -31,18 +50,97 @@ pub struct Outcome {
     pub problems: bool,
 }
 
+/// The context every stage works in: the device, the plan, failure injection, the measured
+/// peaks, the extra tiles and whether to print progress; and what the stages accumulate.
 struct Sweep<'r, 'g> {
     runner: &'r mut Runner<'g>,
     plan: &'r Plan,
     inject: &'r Injector,
     peaks: &'r HashMap<Precision, f64>,
+    extra: Vec<KernelSpec>,
     progress: bool,
     results: BTreeMap<u32, UbatchResult>,
     kernels: Vec<KernelDiagnostics>,
     notes: Vec<String>,
     problems: bool,
+    /// Set once the device is lost: nothing after that can run.
     lost: Option<VkError>,
-    extra: Vec<KernelSpec>,
+}
+
+/// One precision's layer: packed and uploaded once, used by every ubatch.
+struct Layer {
+    p: Precision,
+    /// Precisions in this run, which share the time budget.
+    n_precisions: usize,
+    /// The model's GEMMs.
+    model: [Gemm; 5],
+    /// The GEMMs as run: on CPU devices fewer outputs than the model's (see `Plan::output_cap`).
+    run: [Gemm; 5],
+    /// Packed weights per distinct model shape (gate and up share values).
+    packed_w: HashMap<(u32, u32), Packed>,
+    /// One device matrix per GEMM, like a real model.
+    weights: Vec<DeviceMatrix>,
+}
+
+impl Layer {
+    fn packed_weights(&self, gi: usize) -> &Packed {
+        &self.packed_w[&shape_key(&self.model[gi])]
+    }
+}
+
+/// One ubatch's operands on the device, bound per GEMM. The buffers must outlive the bound
+/// descriptor sets, so they are kept here until the ubatch is done.
+struct Operands {
+    ub: u32,
+    /// Packed activations per distinct K.
+    packed_x: HashMap<u32, Packed>,
+    _activations: HashMap<u32, DeviceMatrix>,
+    outs: Vec<Buffer>,
+    bounds: Vec<Bound>,
+}
+
+impl Operands {
+    fn packed_activations(&self, g: &Gemm) -> &Packed {
+        &self.packed_x[&g.k]
+    }
+}
+
+/// A ubatch's time: its share of the run's budget, counted from when its work began.
+#[derive(Clone, Copy)]
+struct Budget {
+    started: Instant,
+    share_s: f64,
+}
+
+/// A stack to record: a label, the kernel per GEMM of the layer, the layer time screening
+/// predicts for them and the time it may take.
+struct StackRequest<'v> {
+    label: &'static str,
+    chosen: Vec<&'v KernelSpec>,
+    est_layer_s: f64,
+    share_s: f64,
+}
+
+/// Why a precision or a ubatch has no stack to time.
+#[derive(Debug)]
+enum NoStack {
+    /// A Vulkan call failed: an error, and a problem of the run.
+    Failed(VkError),
+    /// Not attempted, for this reason.
+    Skipped(String),
+}
+
+impl NoStack {
+    fn into_stack(self, p: Precision, layers_model: u32) -> Stack {
+        match self {
+            NoStack::Failed(e) => {
+                empty_stack(p, "best", Status::Error, Some(e), None, layers_model)
+            }
+            NoStack::Skipped(r) => {
+                empty_stack(p, "best", Status::Skipped, None, Some(r), layers_model)
+            }
+        }
+    }
 }
 
 /// Precisions this run measures on this device.
@@ -69,6 +167,7 @@ pub fn run(
         plan,
         inject,
         peaks,
+        extra: extra.to_vec(),
         progress,
         results: plan
             .ubatches
@@ -79,7 +178,6 @@ pub fn run(
         notes: Vec::new(),
         problems: false,
         lost: None,
-        extra: extra.to_vec(),
     };
     if plan.precisions.is_none() && s.runner.gpu.info.is_cpu() {
         s.notes.push("CPU device: only fp32 is measured by default (fp16/int8 are emulated there); ask with --precision".into());
@@ -99,6 +197,7 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// What every stage shares, and per precision: which variants run, and the layer they run on.
 impl Sweep<'_, '_> {
     fn say(&self, msg: &str) {
         if self.progress {
@@ -106,133 +205,58 @@ impl Sweep<'_, '_> {
         }
     }
 
-    fn stack_for_all(
-        &mut self,
-        p: Precision,
-        status: Status,
-        error: Option<VkError>,
-        reason: Option<String>,
-    ) {
-        let layers = self.plan.model.layers;
-        for r in self.results.values_mut() {
-            r.stacks.push(empty_stack(
-                p,
-                "best",
-                status,
-                error.clone(),
-                reason.clone(),
-                layers,
-            ));
+    fn result_mut(&mut self, ub: u32) -> &mut UbatchResult {
+        self.results
+            .get_mut(&ub)
+            .expect("every ubatch has a result")
+    }
+
+    /// Record a failed Vulkan call: a problem of the run, and the end of it if the device is gone.
+    fn note_failure(&mut self, e: &VkError) {
+        self.problems = true;
+        if e.is_device_lost() {
+            self.lost = Some(e.clone());
         }
-        if status == Status::Error {
+    }
+
+    /// The "best" stack of ubatch `ub` says why there is none.
+    fn no_stack_at(&mut self, ub: u32, p: Precision, why: NoStack) {
+        if matches!(why, NoStack::Failed(_)) {
             self.problems = true;
+        }
+        let stack = why.into_stack(p, self.plan.model.layers);
+        self.result_mut(ub).stacks.push(stack);
+    }
+
+    /// Every ubatch's "best" stack says why there is none.
+    fn no_stack_anywhere(&mut self, p: Precision, why: NoStack) {
+        if matches!(why, NoStack::Failed(_)) {
+            self.problems = true;
+        }
+        let stack = why.into_stack(p, self.plan.model.layers);
+        for r in self.results.values_mut() {
+            r.stacks.push(stack.clone());
         }
     }
 
     fn precision(&mut self, p: Precision, n_precisions: usize) {
-        let dev = self.runner.gpu.info.clone();
-        if let Some(lost) = &self.lost {
-            let reason = format!("not run: the device was lost earlier ({lost})");
-            self.stack_for_all(p, Status::Skipped, None, Some(reason));
-            return;
+        if let Some(reason) = self.precision_skip_reason(p) {
+            return self.no_stack_anywhere(p, NoStack::Skipped(reason));
         }
-        if let Some(reason) = p.unsupported_reason(&dev) {
-            self.stack_for_all(p, Status::Skipped, None, Some(reason));
-            return;
-        }
-        let mut variants: Vec<KernelSpec> = Vec::new();
-        let all = kernels::catalogue()
-            .into_iter()
-            .chain(self.extra.iter().cloned());
-        for k in all.filter(|k| k.precision == p) {
-            match k.unsupported_reason(&dev) {
-                Some(r) => self
-                    .notes
-                    .push(format!("{} {} not run: {r}", p.name(), k.name)),
-                None => variants.push(k),
-            }
-        }
-        let layer = self.plan.model.layer();
-        // On CPU devices quick/default runs compute only the first `cap` outputs of each weight
-        // matrix and scale the time by N / cap (GEMM time is linear in N once N spans many tiles).
-        let cap = self.plan.output_cap(dev.is_cpu());
-        let n_run: [u32; 5] = layer.map(|g| cap.map_or(g.n, |c| g.n.min(c)));
-        if let Some(c) = cap {
-            self.notes.push(format!(
-                "CPU device: each GEMM computed its first {c} outputs only and its time was scaled to the full matrix (use --full for whole matrices)"
-            ));
-        }
-        // Weights: one packed matrix per distinct shape (gate and up share values), one device
-        // buffer per GEMM like a real model.
-        let mut packed_w: HashMap<(u32, u32), Packed> = HashMap::new();
-        for (g, &n) in layer.iter().zip(&n_run) {
-            packed_w.entry((g.k, g.n)).or_insert_with(|| {
-                pack(
-                    p,
-                    Side::Weights,
-                    n,
-                    g.k,
-                    &random_values(n, g.k, u64::from(g.k) * 7 + u64::from(g.n)),
-                )
-            });
-        }
-        if let Some(too_big) = packed_w
-            .values()
-            .find(|w| w.data.len() as u64 > dev.max_storage_buffer_range)
-        {
-            let reason = format!(
-                "a {}x{} weight matrix needs {:.0} MiB, above the device's maxStorageBufferRange ({:.0} MiB)",
-                too_big.k,
-                too_big.rows,
-                mib(too_big.data.len() as u64),
-                mib(dev.max_storage_buffer_range)
-            );
-            self.stack_for_all(p, Status::Skipped, None, Some(reason));
-            return;
-        }
-        self.say(&format!("{}: uploading one layer of weights", p.name()));
-        let weights: Result<Vec<DeviceMatrix>, VkError> = layer
-            .iter()
-            .map(|g| gemm::upload(self.runner.gpu, &packed_w[&(g.k, g.n)]))
-            .collect();
-        let weights = match weights {
-            Ok(w) => w,
-            Err(e) => {
-                self.stack_for_all(p, Status::Error, Some(e), None);
-                return;
-            }
+        let mut variants = self.variants(p);
+        let layer = match self.pack_layer(p, n_precisions) {
+            Ok(layer) => layer,
+            Err(why) => return self.no_stack_anywhere(p, why),
         };
         for (ui, ub) in self.plan.ubatches.clone().into_iter().enumerate() {
             if self.lost.is_some() {
                 let reason = "not run: the device was lost at a smaller ubatch".to_string();
-                let stack = empty_stack(
-                    p,
-                    "best",
-                    Status::Skipped,
-                    None,
-                    Some(reason),
-                    self.plan.model.layers,
-                );
-                self.results
-                    .get_mut(&ub)
-                    .expect("every ubatch has a result")
-                    .stacks
-                    .push(stack);
+                self.no_stack_at(ub, p, NoStack::Skipped(reason));
                 continue;
             }
             // The first ubatch tries every variant; later ones try them fastest-first, as
             // measured so far, and drop the slow tail when the time budget runs out.
-            self.ubatch(
-                p,
-                ub,
-                ui == 0,
-                n_precisions,
-                &variants,
-                &layer,
-                &n_run,
-                &packed_w,
-                &weights,
-            );
+            self.ubatch(&layer, ub, ui == 0, &variants);
             if let Err(e) = self.runner.layouts.reset_sets() {
                 self.lost = Some(e);
             }
@@ -240,287 +264,171 @@ impl Sweep<'_, '_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn ubatch(
-        &mut self,
-        p: Precision,
-        ub: u32,
-        try_all: bool,
-        n_precisions: usize,
-        variants: &[KernelSpec],
-        layer: &[Gemm; 5],
-        n_run: &[u32; 5],
-        packed_w: &HashMap<(u32, u32), Packed>,
-        weights: &[DeviceMatrix],
-    ) {
-        let start = Instant::now();
-        let share = self.plan.share_s(ub, n_precisions);
-        // The GEMMs as run (possibly fewer outputs than the model's, see `output_cap`).
-        let run_layer: [Gemm; 5] = std::array::from_fn(|i| Gemm {
-            n: n_run[i],
-            ..layer[i]
-        });
-        let full = self.plan.size == Size::Full;
-        let layers_model = self.plan.model.layers;
-        let fail_all = |this: &mut Self, e: VkError| {
-            this.problems = true;
-            let stack = empty_stack(p, "best", Status::Error, Some(e), None, layers_model);
-            this.results
-                .get_mut(&ub)
-                .expect("every ubatch has a result")
-                .stacks
-                .push(stack);
-        };
-        if let Err(e) = self.inject.check(ub, "vkAllocateMemory") {
-            return fail_all(self, e);
+    fn precision_skip_reason(&self, p: Precision) -> Option<String> {
+        match &self.lost {
+            Some(lost) => Some(format!("not run: the device was lost earlier ({lost})")),
+            None => p.unsupported_reason(&self.runner.gpu.info),
         }
-        // Activations per distinct K, outputs per GEMM.
-        let mut packed_x: HashMap<u32, Packed> = HashMap::new();
-        for g in layer {
-            packed_x.entry(g.k).or_insert_with(|| {
-                pack(
-                    p,
-                    Side::Activations,
-                    ub,
-                    g.k,
-                    &random_values(ub, g.k, u64::from(g.k) + 3),
-                )
-            });
+    }
+
+    /// The catalogue's and the extra variants of `p` that the device can run; a note for each
+    /// one it cannot.
+    fn variants(&mut self, p: Precision) -> Vec<KernelSpec> {
+        let dev = &self.runner.gpu.info;
+        let all = kernels::catalogue()
+            .into_iter()
+            .chain(self.extra.iter().cloned());
+        let mut variants = Vec::new();
+        for k in all.filter(|k| k.precision == p) {
+            match k.unsupported_reason(dev) {
+                Some(r) => self
+                    .notes
+                    .push(format!("{} {} not run: {r}", p.name(), k.name)),
+                None => variants.push(k),
+            }
         }
-        let dev_range = self.runner.gpu.info.max_storage_buffer_range;
-        let biggest_out = run_layer
-            .iter()
-            .map(|g| gemm::output_bytes(ub, g.n))
-            .max()
-            .unwrap_or(0);
-        let biggest_x = packed_x
-            .values()
-            .map(|x| x.data.len() as u64)
-            .max()
-            .unwrap_or(0);
-        if biggest_out.max(biggest_x) > dev_range {
-            let reason = format!(
-                "ubatch {ub} needs a {:.0} MiB buffer, above maxStorageBufferRange ({:.0} MiB)",
-                mib(biggest_out.max(biggest_x)),
-                mib(dev_range)
-            );
-            let stack = empty_stack(p, "best", Status::Skipped, None, Some(reason), layers_model);
-            self.results
-                .get_mut(&ub)
-                .expect("every ubatch has a result")
-                .stacks
-                .push(stack);
-            return;
-        }
+        variants
+    }
+
+    /// Pack: one layer of `p` weights, within the device's buffer limit, on the device.
+    fn pack_layer(&mut self, p: Precision, n_precisions: usize) -> Result<Layer, NoStack> {
         let gpu = self.runner.gpu;
-        let mut xdev: HashMap<u32, DeviceMatrix> = HashMap::new();
-        for (k, x) in &packed_x {
-            match gemm::upload(gpu, x) {
-                Ok(d) => {
-                    xdev.insert(*k, d);
-                }
-                Err(e) => return fail_all(self, e),
-            }
+        let model = self.plan.model.layer();
+        // On CPU devices quick/default runs compute only the first `cap` outputs of each weight
+        // matrix and scale the time by N / cap (GEMM time is linear in N once N spans many tiles).
+        let cap = self.plan.output_cap(gpu.info.is_cpu());
+        let run = model.map(|g| Gemm {
+            n: cap.map_or(g.n, |c| g.n.min(c)),
+            ..g
+        });
+        if let Some(c) = cap {
+            self.notes.push(format!(
+                "CPU device: each GEMM computed its first {c} outputs only and its time was scaled to the full matrix (use --full for whole matrices)"
+            ));
         }
-        let outs: Result<Vec<Buffer>, VkError> = run_layer
+        let packed_w = pack_weights(p, &model, &run);
+        if let Some(reason) = weights_over_limit(&packed_w, gpu.info.max_storage_buffer_range) {
+            return Err(NoStack::Skipped(reason));
+        }
+        self.say(&format!("{}: uploading one layer of weights", p.name()));
+        let weights = model
             .iter()
-            .map(|g| Buffer::storage(gpu, gemm::output_bytes(ub, g.n)))
-            .collect();
-        let outs = match outs {
-            Ok(o) => o,
-            Err(e) => return fail_all(self, e),
+            .map(|g| gemm::upload(gpu, &packed_w[&shape_key(g)]))
+            .collect::<Result<Vec<DeviceMatrix>, VkError>>()
+            .map_err(NoStack::Failed)?;
+        Ok(Layer {
+            p,
+            n_precisions,
+            model,
+            run,
+            packed_w,
+            weights,
+        })
+    }
+}
+
+/// Per ubatch: pack, screen, choose, stack.
+impl Sweep<'_, '_> {
+    fn ubatch(&mut self, layer: &Layer, ub: u32, try_all: bool, variants: &[KernelSpec]) {
+        let budget = Budget {
+            started: Instant::now(),
+            share_s: self.plan.share_s(ub, layer.n_precisions),
         };
-        let mut bounds: Vec<Bound> = Vec::with_capacity(layer.len());
-        for (i, g) in layer.iter().enumerate() {
-            let (x, w) = (&packed_x[&g.k], &packed_w[&(g.k, g.n)]);
-            match gemm::bind(self.runner, &xdev[&g.k], &weights[i], &outs[i], x, w) {
-                Ok(b) => bounds.push(b),
-                Err(e) => return fail_all(self, e),
-            }
-        }
-
-        // 1. Screening: every variant on every distinct shape, checked and timed.
-        let mut distinct: Vec<usize> = Vec::new();
-        for (i, g) in layer.iter().enumerate() {
-            if !distinct
-                .iter()
-                .any(|&j| (layer[j].k, layer[j].n) == (g.k, g.n))
-            {
-                distinct.push(i);
-            }
-        }
-        self.say(&format!(
-            "{} ubatch {ub}: checking {} kernel variants on {} shapes",
-            p.name(),
-            variants.len(),
-            distinct.len()
-        ));
-        let mut screens: Vec<Screen> = Vec::new();
-        for (vi, spec) in variants.iter().enumerate() {
-            let over_budget =
-                vi > 0 && !full && !try_all && start.elapsed().as_secs_f64() > share * 0.5;
-            for &gi in &distinct {
-                let g = &layer[gi];
-                if self.lost.is_some() || over_budget {
-                    let reason = if over_budget {
-                        "time budget of this run (use --full)"
-                    } else {
-                        "device lost"
-                    };
-                    screens.push(screen_skipped(p, spec, g, reason));
-                    continue;
-                }
-                let mut s = self.screen(
-                    p,
-                    spec,
-                    &run_layer[gi],
-                    ub,
-                    &bounds[gi],
-                    &outs[gi],
-                    &packed_x[&g.k],
-                    &packed_w[&(g.k, g.n)],
-                );
-                s.shape = g.shape();
-                screens.push(s);
-            }
-        }
-
-        // 1b. On GPUs, time the correct kernels again back to back per shape, with no host work
-        // in between, and keep those times (see Runner::time_many).
-        if !self.runner.gpu.info.is_cpu() && self.runner.timestamps() && self.lost.is_none() {
-            for &gi in &distinct {
-                let g = &layer[gi];
-                let ok: Vec<usize> = (0..screens.len())
-                    .filter(|&i| screens[i].gemm == g.name && screens[i].status == Status::Ok)
-                    .collect();
-                let items: Vec<(&KernelSpec, Bound)> = ok
-                    .iter()
-                    .filter_map(|&i| variants.iter().find(|v| v.name == screens[i].kernel))
-                    .map(|v| (v, bounds[gi]))
-                    .collect();
-                if items.len() != ok.len() || items.is_empty() {
-                    continue;
-                }
-                let warm = warmup_runs(screens[ok[0]].seconds.unwrap_or(0.0));
-                match self.runner.time_many(&items, warm, self.plan.reps()) {
-                    Ok(times) => {
-                        let run = &run_layer[gi];
-                        for (&i, t) in ok.iter().zip(times) {
-                            if let Some(secs) = median(&t) {
-                                let gflops = run.flops(ub) / secs / 1e9;
-                                screens[i].seconds = Some(secs);
-                                screens[i].gflops = Some(gflops);
-                                screens[i].efficiency = self.peak_for(p).map(|peak| gflops / peak);
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        self.problems = true;
-                        if e.is_device_lost() {
-                            self.lost = Some(e.clone());
-                        }
-                        for &i in &ok {
-                            screens[i].status = Status::Error;
-                            screens[i].error = Some(e.clone());
-                        }
-                    }
-                }
-            }
-        }
-
-        // 2. The fastest correct kernel per shape.
-        let mut best: HashMap<(u32, u32), (&KernelSpec, f64)> = HashMap::new();
-        for s in screens.iter().filter(|s| s.status == Status::Ok) {
-            let spec = variants
-                .iter()
-                .find(|v| v.name == s.kernel)
-                .expect("screened variant");
-            let g = layer
-                .iter()
-                .find(|g| g.name == s.gemm)
-                .expect("screened gemm");
-            let t = s.seconds.unwrap_or(f64::INFINITY);
-            let e = best.entry((g.k, g.n)).or_insert((spec, t));
-            if t < e.1 {
-                *e = (spec, t);
-            }
-        }
-        let mut stacks = Vec::new();
-        if self.lost.is_none() {
-            let chosen: Option<Vec<&KernelSpec>> = layer
-                .iter()
-                .map(|g| best.get(&(g.k, g.n)).map(|b| b.0))
-                .collect();
-            match chosen {
-                Some(chosen) => {
-                    let est: f64 = layer.iter().map(|g| best[&(g.k, g.n)].1).sum();
-                    stacks.push(self.stack(
-                        p,
-                        "best",
-                        ub,
-                        &chosen,
-                        (layer, &run_layer),
-                        &bounds,
-                        est,
-                        start,
-                        share,
-                    ));
-                }
-                None => stacks.push(empty_stack(
-                    p,
-                    "best",
-                    Status::Skipped,
-                    None,
-                    Some("no kernel gave a correct result for every shape".into()),
-                    layers_model,
-                )),
-            }
-            // llama.cpp's own tile choice, to see what its pipeline does on this driver.
-            let llama = kernels::llama_tile_for(ub);
-            let want_llama = p == Precision::Fp32 && (full || !self.runner.gpu.info.is_cpu());
-            if let (true, Some(spec)) = (want_llama, variants.iter().find(|v| v.name == llama)) {
-                if self.lost.is_none() {
-                    let chosen = vec![spec; layer.len()];
-                    let est: f64 = screens
-                        .iter()
-                        .filter(|s| s.kernel == llama)
-                        .filter_map(|s| s.seconds)
-                        .sum::<f64>()
-                        * 1.25;
-                    stacks.push(self.stack(
-                        p,
-                        "llama.cpp tiles",
-                        ub,
-                        &chosen,
-                        (layer, &run_layer),
-                        &bounds,
-                        est,
-                        start,
-                        share * 1.5,
-                    ));
-                }
-            }
-        }
-        let r = self
-            .results
-            .get_mut(&ub)
-            .expect("every ubatch has a result");
+        let ops = match self.pack_ubatch(layer, ub) {
+            Ok(ops) => ops,
+            Err(why) => return self.no_stack_at(ub, layer.p, why),
+        };
+        let mut screens = self.screen_variants(layer, &ops, variants, try_all, budget);
+        self.retime_back_to_back(layer, &ops, variants, &mut screens);
+        let stacks = self.stacks(layer, &ops, variants, &screens, budget);
+        let r = self.result_mut(ub);
         r.screens.extend(screens);
         r.stacks.extend(stacks);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn screen(
+    /// Stage 1, pack: activations per distinct K and an output per GEMM, within the device's
+    /// buffer limit, on the device and bound to the layer's weights.
+    fn pack_ubatch(&mut self, layer: &Layer, ub: u32) -> Result<Operands, NoStack> {
+        self.inject
+            .check(ub, "vkAllocateMemory")
+            .map_err(NoStack::Failed)?;
+        let packed_x = pack_activations(layer.p, &layer.model, ub);
+        let gpu = self.runner.gpu;
+        let range = gpu.info.max_storage_buffer_range;
+        if let Some(reason) = ubatch_over_limit(ub, &layer.run, &packed_x, range) {
+            return Err(NoStack::Skipped(reason));
+        }
+        let mut x: HashMap<u32, DeviceMatrix> = HashMap::new();
+        for (k, px) in &packed_x {
+            x.insert(*k, gemm::upload(gpu, px).map_err(NoStack::Failed)?);
+        }
+        let outs = layer
+            .run
+            .iter()
+            .map(|g| Buffer::storage(gpu, gemm::output_bytes(ub, g.n)))
+            .collect::<Result<Vec<Buffer>, VkError>>()
+            .map_err(NoStack::Failed)?;
+        let mut bounds: Vec<Bound> = Vec::with_capacity(layer.model.len());
+        for (i, g) in layer.model.iter().enumerate() {
+            let (xp, wp) = (&packed_x[&g.k], layer.packed_weights(i));
+            let bound = gemm::bind(self.runner, &x[&g.k], &layer.weights[i], &outs[i], xp, wp)
+                .map_err(NoStack::Failed)?;
+            bounds.push(bound);
+        }
+        Ok(Operands {
+            ub,
+            packed_x,
+            _activations: x,
+            outs,
+            bounds,
+        })
+    }
+
+    /// Stage 2, screen: every variant on every distinct shape, checked and timed alone.
+    /// Variants past the time budget, and everything after a lost device, are recorded as
+    /// skipped.
+    fn screen_variants(
         &mut self,
-        p: Precision,
-        spec: &KernelSpec,
-        g: &Gemm,
-        ub: u32,
-        bound: &Bound,
-        out: &Buffer,
-        x: &Packed,
-        w: &Packed,
-    ) -> Screen {
+        layer: &Layer,
+        ops: &Operands,
+        variants: &[KernelSpec],
+        try_all: bool,
+        budget: Budget,
+    ) -> Vec<Screen> {
+        let distinct = distinct_shapes(&layer.model);
+        self.say(&format!(
+            "{} ubatch {}: checking {} kernel variants on {} shapes",
+            layer.p.name(),
+            ops.ub,
+            variants.len(),
+            distinct.len()
+        ));
+        let full = self.plan.size == Size::Full;
+        let mut screens = Vec::new();
+        for (vi, spec) in variants.iter().enumerate() {
+            let elapsed_s = budget.started.elapsed().as_secs_f64();
+            let over_budget = screening_over_budget(vi, full, try_all, elapsed_s, budget.share_s);
+            for &gi in &distinct {
+                let g = &layer.model[gi];
+                // A skipped screen counts the model's outputs; a run one those it computed, under
+                // the model's shape label.
+                match screen_skip_reason(over_budget, self.lost.is_some()) {
+                    Some(reason) => screens.push(screen_skipped(layer.p, spec, g, reason)),
+                    None => {
+                        let mut s = self.screen(layer, ops, spec, gi);
+                        s.shape = g.shape();
+                        screens.push(s);
+                    }
+                }
+            }
+        }
+        screens
+    }
+
+    /// Screen one kernel on GEMM `gi` as run: time it alone, then read the result back and check
+    /// it against the f64 reference.
+    fn screen(&mut self, layer: &Layer, ops: &Operands, spec: &KernelSpec, gi: usize) -> Screen {
+        let (p, g, ub) = (layer.p, &layer.run[gi], ops.ub);
         let mut s = screen_skipped(p, spec, g, "");
         s.reason = None;
         self.diagnose(spec);
@@ -530,32 +438,21 @@ impl Sweep<'_, '_> {
         } else {
             self.plan.reps()
         };
-        let times = match self.runner.time_single(spec, bound, reps) {
+        let times = match self.runner.time_single(spec, &ops.bounds[gi], reps) {
             Ok(t) => t,
             Err(e) => return self.screen_failed(s, e),
         };
-        let c = match out.download(self.runner.gpu, gemm::output_bytes(ub, g.n)) {
+        let c = match ops.outs[gi].download(self.runner.gpu, gemm::output_bytes(ub, g.n)) {
             Ok(c) => gemm::to_f32(&c),
             Err(e) => return self.screen_failed(s, e),
         };
-        let err = max_error(
-            &c,
-            g.n,
-            x,
-            w,
-            &check_points(ub, g.n, CHECK_SAMPLES, CHECK_EDGE),
-        );
+        let points = check_points(ub, g.n, CHECK_SAMPLES, CHECK_EDGE);
+        let (x, w) = (ops.packed_activations(g), layer.packed_weights(gi));
+        let err = max_error(&c, g.n, x, w, &points);
         let secs = median(&times).unwrap_or(f64::NAN);
-        let gflops = g.flops(ub) / secs / 1e9;
-        s.seconds = Some(secs);
-        s.gflops = Some(gflops);
-        s.efficiency = self.peak_for(p).map(|peak| gflops / peak);
+        set_time(&mut s, secs, g.flops(ub), peak_for(self.peaks, p));
         s.max_error = Some(err);
-        s.status = if err <= s.tolerance {
-            Status::Ok
-        } else {
-            Status::Wrong
-        };
+        s.status = verdict(err, s.tolerance);
         if s.status == Status::Wrong {
             self.problems = true;
         }
@@ -563,22 +460,10 @@ impl Sweep<'_, '_> {
     }
 
     fn screen_failed(&mut self, mut s: Screen, e: VkError) -> Screen {
-        self.problems = true;
-        if e.is_device_lost() {
-            self.lost = Some(e.clone());
-        }
+        self.note_failure(&e);
         s.status = Status::Error;
         s.error = Some(e);
         s
-    }
-
-    /// The measured peak of the arithmetic a precision's kernels use.
-    fn peak_for(&self, p: Precision) -> Option<f64> {
-        match p {
-            Precision::Fp32 | Precision::Q4_0 => self.peaks.get(&Precision::Fp32).copied(),
-            Precision::Fp16 => self.peaks.get(&Precision::Fp16).copied(),
-            Precision::Int8 => self.peaks.get(&Precision::Int8).copied(),
-        }
     }
 
     /// Record a kernel's compiler statistics the first time it is built.
@@ -595,133 +480,465 @@ impl Sweep<'_, '_> {
             Ok(pipe) => pipe.statistics(gpu),
             Err(_) => return, // the screening run reports the error
         };
-        let d = spill::diagnose(
-            &self.runner.gpu.info,
-            spec.precision.name(),
-            &spec.name,
-            stats,
-        );
+        let d = spill::diagnose(&gpu.info, spec.precision.name(), &spec.name, stats);
         self.kernels.push(d);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Stage 2b: on GPUs, time the correct kernels again back to back per shape, with no host
+    /// work in between, and keep those times (see Runner::time_many).
+    fn retime_back_to_back(
+        &mut self,
+        layer: &Layer,
+        ops: &Operands,
+        variants: &[KernelSpec],
+        screens: &mut [Screen],
+    ) {
+        if self.runner.gpu.info.is_cpu() || !self.runner.timestamps() || self.lost.is_some() {
+            return;
+        }
+        for gi in distinct_shapes(&layer.model) {
+            self.retime_shape(layer, ops, variants, screens, gi);
+        }
+    }
+
+    fn retime_shape(
+        &mut self,
+        layer: &Layer,
+        ops: &Operands,
+        variants: &[KernelSpec],
+        screens: &mut [Screen],
+        gi: usize,
+    ) {
+        let ok = correct_screens(screens, layer.model[gi].name);
+        let items: Vec<(&KernelSpec, Bound)> = ok
+            .iter()
+            .filter_map(|&i| variants.iter().find(|v| v.name == screens[i].kernel))
+            .map(|v| (v, ops.bounds[gi]))
+            .collect();
+        if items.len() != ok.len() || items.is_empty() {
+            return;
+        }
+        let warm = warmup_runs(screens[ok[0]].seconds.unwrap_or(0.0));
+        match self.runner.time_many(&items, warm, self.plan.reps()) {
+            Ok(times) => {
+                let flops = layer.run[gi].flops(ops.ub);
+                let peak = peak_for(self.peaks, layer.p);
+                for (&i, t) in ok.iter().zip(times) {
+                    if let Some(secs) = median(&t) {
+                        set_time(&mut screens[i], secs, flops, peak);
+                    }
+                }
+            }
+            Err(e) => {
+                self.note_failure(&e);
+                for &i in &ok {
+                    screens[i].status = Status::Error;
+                    screens[i].error = Some(e.clone());
+                }
+            }
+        }
+    }
+
+    /// Stages 3 and 4, choose and stack: the layer stack with the fastest correct kernel per
+    /// shape and, where it is measured, with llama.cpp's own tile choice, to see what its
+    /// pipeline does on this driver.
+    fn stacks(
+        &mut self,
+        layer: &Layer,
+        ops: &Operands,
+        variants: &[KernelSpec],
+        screens: &[Screen],
+        budget: Budget,
+    ) -> Vec<Stack> {
+        if self.lost.is_some() {
+            return Vec::new();
+        }
+        let best = match choose_fastest(screens, &layer.model) {
+            Some(choice) => {
+                let req = StackRequest {
+                    label: "best",
+                    chosen: choice.kernels.iter().map(|k| named(variants, k)).collect(),
+                    est_layer_s: choice.est_layer_s,
+                    share_s: budget.share_s,
+                };
+                self.stack(layer, ops, req, budget.started)
+            }
+            None => NoStack::Skipped("no kernel gave a correct result for every shape".into())
+                .into_stack(layer.p, self.plan.model.layers),
+        };
+        let mut stacks = vec![best];
+        let llama = kernels::llama_tile_for(ops.ub);
+        let full = self.plan.size == Size::Full;
+        let want_llama = wants_llama_stack(layer.p, full, self.runner.gpu.info.is_cpu());
+        if let (true, Some(spec)) = (want_llama, variants.iter().find(|v| v.name == llama)) {
+            if self.lost.is_none() {
+                let req = StackRequest {
+                    label: "llama.cpp tiles",
+                    chosen: vec![spec; layer.model.len()],
+                    est_layer_s: llama_estimate(screens, llama),
+                    share_s: budget.share_s * LLAMA_STACK_SHARE,
+                };
+                stacks.push(self.stack(layer, ops, req, budget.started));
+            }
+        }
+        stacks
+    }
+
+    /// Stage 4, stack: record as many layers as the time allows with the chosen kernels, submit
+    /// them like llama.cpp does, and scale the time to the model.
     fn stack(
         &mut self,
-        p: Precision,
-        label: &str,
-        ub: u32,
-        chosen: &[&KernelSpec],
-        (layer, run_layer): (&[Gemm; 5], &[Gemm; 5]),
-        bounds: &[Bound],
-        est_layer_s: f64,
-        start: Instant,
-        share: f64,
+        layer: &Layer,
+        ops: &Operands,
+        req: StackRequest,
+        started: Instant,
     ) -> Stack {
-        let model_layers = self.plan.model.layers;
-        let full = self.plan.size == Size::Full;
-        let slow = self.plan.size == Size::Quick || (self.runner.gpu.info.is_cpu() && !full);
-        let (warmup, reps) = if slow { (0, 1) } else { (1, self.plan.reps()) };
-        let runs = (warmup + reps) as f64;
-        let layers = if full {
-            model_layers
-        } else {
-            let left = (share - start.elapsed().as_secs_f64()).max(0.0);
-            ((left / (est_layer_s.max(1e-9) * runs)) as u32).clamp(1, model_layers)
-        };
-        // Whole-stack warm-up submissions: at least one, and enough to keep the device busy for
-        // WARM_S (its clock must be up before the timed runs; see Runner::time_single).
-        let warmup = if slow {
-            0
-        } else {
-            warmup.max(warmup_runs(est_layer_s * f64::from(layers)).min(50))
-        };
-        let mut stack = empty_stack(p, label, Status::Ok, None, None, model_layers);
+        let (p, ub, model_layers) = (layer.p, ops.ub, self.plan.model.layers);
+        let left_s = (req.share_s - started.elapsed().as_secs_f64()).max(0.0);
+        let is_cpu = self.runner.gpu.info.is_cpu();
+        let schedule = stack_schedule(self.plan, is_cpu, left_s, req.est_layer_s);
+        let mut stack = empty_stack(p, req.label, Status::Ok, None, None, model_layers);
         stack.kernels = layer
+            .model
             .iter()
-            .zip(chosen)
+            .zip(&req.chosen)
             .map(|(g, k)| (g.name.to_string(), k.name.clone()))
             .collect();
-        stack.layers_recorded = layers;
-        stack.extrapolated = layers < model_layers;
-        let items: Vec<(&KernelSpec, Bound)> = (0..layers)
-            .flat_map(|_| chosen.iter().zip(bounds).map(|(k, b)| (*k, *b)))
+        stack.layers_recorded = schedule.layers;
+        stack.extrapolated = schedule.layers < model_layers;
+        let items: Vec<(&KernelSpec, Bound)> = (0..schedule.layers)
+            .flat_map(|_| req.chosen.iter().zip(&ops.bounds).map(|(k, b)| (*k, *b)))
             .collect();
         stack.dispatches = items.len();
         stack.command_buffers = items.len().div_ceil(DISPATCHES_PER_COMMAND_BUFFER);
         self.say(&format!(
-            "{} ubatch {ub}: {label}: {layers} of {model_layers} layers, {} dispatches in {} command buffers",
+            "{} ubatch {ub}: {}: {} of {model_layers} layers, {} dispatches in {} command buffers",
             p.name(),
+            req.label,
+            schedule.layers,
             stack.dispatches,
             stack.command_buffers
         ));
-        let timing = match self.runner.run_stack(
-            &items,
-            DISPATCHES_PER_COMMAND_BUFFER,
-            warmup,
-            reps,
-            ub,
-            self.inject,
-        ) {
-            Ok(t) => t,
+        let (warmup, reps) = (schedule.warmup, schedule.reps);
+        let per_cb = DISPATCHES_PER_COMMAND_BUFFER;
+        match self
+            .runner
+            .run_stack(&items, per_cb, warmup, reps, ub, self.inject)
+        {
+            Ok(timing) => record_timing(&mut stack, &timing, (&layer.model, &layer.run), ub),
             Err(e) => {
-                self.problems = true;
-                if e.is_device_lost() {
-                    self.lost = Some(e.clone());
-                }
+                self.note_failure(&e);
                 stack.status = Status::Error;
                 stack.error = Some(e);
-                return stack;
-            }
-        };
-        stack.timing = if timing.timestamps {
-            "timestamps"
-        } else {
-            "wall-clock"
-        }
-        .into();
-        let total = median(&timing.total).unwrap_or(f64::NAN);
-        let layer_flops: f64 = layer.iter().map(|g| g.flops(ub)).sum();
-        let run_flops: f64 = run_layer.iter().map(|g| g.flops(ub)).sum();
-        stack.sliced = run_flops < layer_flops;
-        // Scale a sliced run to the model's matrices: per GEMM when timestamps give per-dispatch
-        // times, by FLOPs otherwise.
-        let mut per_layer = total / f64::from(layers) * layer_flops / run_flops;
-        if timing.timestamps {
-            let (mut run_sum, mut scaled_sum) = (0.0, 0.0);
-            for (gi, g) in layer.iter().enumerate() {
-                let all: Vec<f64> = timing
-                    .per_dispatch
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| i % layer.len() == gi)
-                    .flat_map(|(_, v)| v.iter().copied())
-                    .collect();
-                if let Some(t) = median(&all) {
-                    let t_full = t * f64::from(g.n) / f64::from(run_layer[gi].n);
-                    run_sum += t;
-                    scaled_sum += t_full;
-                    stack.per_gemm.push(GemmTime {
-                        gemm: g.name.into(),
-                        shape: g.shape(),
-                        kernel: chosen[gi].name.clone(),
-                        seconds: t_full,
-                        gflops: g.flops(ub) / t_full / 1e9,
-                    });
-                }
-            }
-            if stack.sliced && scaled_sum > 0.0 {
-                // Barriers and gaps between dispatches scale with the dispatch count, not with N.
-                let gaps = (total / f64::from(layers) - run_sum).max(0.0);
-                per_layer = scaled_sum + gaps;
             }
         }
-        stack.seconds_per_layer = Some(per_layer);
-        stack.gflops = Some(layer_flops / per_layer / 1e9);
-        let (tps, prompt) = predict(per_layer, model_layers, ub);
-        stack.predicted_tokens_per_s = Some(tps);
-        stack.prompt_5000_s = Some(prompt);
         stack
     }
+}
+
+/// The key weights are packed and chosen by: GEMMs of one shape share both.
+fn shape_key(g: &Gemm) -> (u32, u32) {
+    (g.k, g.n)
+}
+
+/// One packed weight matrix per distinct model shape, with the outputs of `run` (gate and up
+/// share values, as their seeds depend on the shape only).
+fn pack_weights(p: Precision, model: &[Gemm; 5], run: &[Gemm; 5]) -> HashMap<(u32, u32), Packed> {
+    let mut packed: HashMap<(u32, u32), Packed> = HashMap::new();
+    for (g, r) in model.iter().zip(run) {
+        packed.entry(shape_key(g)).or_insert_with(|| {
+            let seed = u64::from(g.k) * 7 + u64::from(g.n);
+            pack(p, Side::Weights, r.n, g.k, &random_values(r.n, g.k, seed))
+        });
+    }
+    packed
+}
+
+/// One packed activation matrix of `ub` tokens per distinct K.
+fn pack_activations(p: Precision, model: &[Gemm; 5], ub: u32) -> HashMap<u32, Packed> {
+    let mut packed: HashMap<u32, Packed> = HashMap::new();
+    for g in model {
+        packed.entry(g.k).or_insert_with(|| {
+            let values = random_values(ub, g.k, u64::from(g.k) + 3);
+            pack(p, Side::Activations, ub, g.k, &values)
+        });
+    }
+    packed
+}
+
+/// Why the layer's weights cannot go on the device: one above maxStorageBufferRange.
+fn weights_over_limit(packed_w: &HashMap<(u32, u32), Packed>, range: u64) -> Option<String> {
+    let too_big = packed_w.values().find(|w| w.data.len() as u64 > range)?;
+    Some(format!(
+        "a {}x{} weight matrix needs {:.0} MiB, above the device's maxStorageBufferRange ({:.0} MiB)",
+        too_big.k,
+        too_big.rows,
+        mib(too_big.data.len() as u64),
+        mib(range)
+    ))
+}
+
+/// Why ubatch `ub` cannot run: an activation or output buffer above maxStorageBufferRange.
+fn ubatch_over_limit(
+    ub: u32,
+    run: &[Gemm; 5],
+    packed_x: &HashMap<u32, Packed>,
+    range: u64,
+) -> Option<String> {
+    let biggest_out = run
+        .iter()
+        .map(|g| gemm::output_bytes(ub, g.n))
+        .max()
+        .unwrap_or(0);
+    let biggest_x = packed_x
+        .values()
+        .map(|x| x.data.len() as u64)
+        .max()
+        .unwrap_or(0);
+    let biggest = biggest_out.max(biggest_x);
+    (biggest > range).then(|| {
+        format!(
+            "ubatch {ub} needs a {:.0} MiB buffer, above maxStorageBufferRange ({:.0} MiB)",
+            mib(biggest),
+            mib(range)
+        )
+    })
+}
+
+/// Index of the first GEMM of each distinct shape, in layer order: screening one GEMM per shape
+/// is enough, as GEMMs of one shape (gate and up) run the same kernel on the same sizes.
+fn distinct_shapes(layer: &[Gemm]) -> Vec<usize> {
+    let mut distinct: Vec<usize> = Vec::new();
+    for (i, g) in layer.iter().enumerate() {
+        if !distinct
+            .iter()
+            .any(|&j| shape_key(&layer[j]) == shape_key(g))
+        {
+            distinct.push(i);
+        }
+    }
+    distinct
+}
+
+/// Whether variant `vi` of a ubatch is past screening's part of the time share. The first
+/// variant always runs, so that every ubatch has a stack; the first ubatch tries every variant
+/// (it ranks them for the others), and so does a --full run.
+fn screening_over_budget(
+    vi: usize,
+    full: bool,
+    try_all: bool,
+    elapsed_s: f64,
+    share_s: f64,
+) -> bool {
+    vi > 0 && !full && !try_all && elapsed_s > share_s * SCREEN_SHARE
+}
+
+/// Why a screen is not run, if it is not.
+fn screen_skip_reason(over_budget: bool, device_lost: bool) -> Option<&'static str> {
+    if over_budget {
+        Some("time budget of this run (use --full)")
+    } else if device_lost {
+        Some("device lost")
+    } else {
+        None
+    }
+}
+
+/// A checked result within the tolerance is correct; anything else (NaN included) is wrong.
+fn verdict(max_error: f64, tolerance: f64) -> Status {
+    if max_error <= tolerance {
+        Status::Ok
+    } else {
+        Status::Wrong
+    }
+}
+
+/// A screen's time, and its rate and efficiency from the FLOPs it ran.
+fn set_time(s: &mut Screen, secs: f64, flops: f64, peak: Option<f64>) {
+    let gflops = flops / secs / 1e9;
+    s.seconds = Some(secs);
+    s.gflops = Some(gflops);
+    s.efficiency = peak.map(|peak| gflops / peak);
+}
+
+/// The measured peak of the arithmetic a precision's kernels use (q4_0 dequantises to fp32).
+fn peak_for(peaks: &HashMap<Precision, f64>, p: Precision) -> Option<f64> {
+    match p {
+        Precision::Fp32 | Precision::Q4_0 => peaks.get(&Precision::Fp32).copied(),
+        Precision::Fp16 => peaks.get(&Precision::Fp16).copied(),
+        Precision::Int8 => peaks.get(&Precision::Int8).copied(),
+    }
+}
+
+/// Indices of the correct screens of GEMM `gemm`.
+fn correct_screens(screens: &[Screen], gemm: &str) -> Vec<usize> {
+    (0..screens.len())
+        .filter(|&i| screens[i].gemm == gemm && screens[i].status == Status::Ok)
+        .collect()
+}
+
+/// The variant of that name (the first, should an extra tile repeat a catalogue name).
+fn named<'v>(variants: &'v [KernelSpec], name: &str) -> &'v KernelSpec {
+    variants
+        .iter()
+        .find(|v| v.name == name)
+        .expect("screened variant")
+}
+
+/// The kernel chosen per GEMM of a layer, and the layer time screening measured for them.
+#[derive(Debug, PartialEq)]
+struct Choice<'s> {
+    kernels: Vec<&'s str>,
+    est_layer_s: f64,
+}
+
+/// The fastest correct kernel per shape (the first screened on a tie), for every GEMM of the
+/// layer; None when some shape has no correct kernel.
+fn choose_fastest<'s>(screens: &'s [Screen], layer: &[Gemm; 5]) -> Option<Choice<'s>> {
+    let mut best: HashMap<(u32, u32), (&str, f64)> = HashMap::new();
+    for s in screens.iter().filter(|s| s.status == Status::Ok) {
+        let g = layer
+            .iter()
+            .find(|g| g.name == s.gemm)
+            .expect("screened gemm");
+        let t = s.seconds.unwrap_or(f64::INFINITY);
+        let e = best.entry(shape_key(g)).or_insert((&s.kernel, t));
+        if t < e.1 {
+            *e = (&s.kernel, t);
+        }
+    }
+    let per_gemm: Option<Vec<(&str, f64)>> = layer
+        .iter()
+        .map(|g| best.get(&shape_key(g)).copied())
+        .collect();
+    let per_gemm = per_gemm?;
+    Some(Choice {
+        kernels: per_gemm.iter().map(|(k, _)| *k).collect(),
+        est_layer_s: per_gemm.iter().map(|(_, t)| t).sum(),
+    })
+}
+
+/// Whether to time a stack of llama.cpp's tile too: it exists for fp32 only, and on CPU devices
+/// it would take the time of the best stack again, so only --full runs it there.
+fn wants_llama_stack(p: Precision, full: bool, is_cpu: bool) -> bool {
+    p == Precision::Fp32 && (full || !is_cpu)
+}
+
+/// Layer time of llama.cpp's tile from its screens: they cover the distinct shapes only (four
+/// of the five GEMMs, gate and up being one), so the sum is scaled up by a quarter.
+fn llama_estimate(screens: &[Screen], llama: &str) -> f64 {
+    screens
+        .iter()
+        .filter(|s| s.kernel == llama)
+        .filter_map(|s| s.seconds)
+        .sum::<f64>()
+        * 1.25
+}
+
+/// How a stack is run: layers recorded, untimed and timed submissions.
+#[derive(Debug, PartialEq)]
+struct StackSchedule {
+    layers: u32,
+    warmup: usize,
+    reps: usize,
+}
+
+/// A --full run records every layer; others as many as `left_s` allows at `est_layer_s` a
+/// layer, at least one. Slow runs (quick, or CPU devices) submit once, untimed warm-up
+/// included; others warm up for at least one submission and enough to keep the device busy for
+/// WARM_S (its clock must be up before the timed runs; see Runner::time_single).
+fn stack_schedule(plan: &Plan, is_cpu: bool, left_s: f64, est_layer_s: f64) -> StackSchedule {
+    let model_layers = plan.model.layers;
+    let full = plan.size == Size::Full;
+    let slow = plan.size == Size::Quick || (is_cpu && !full);
+    let (warmup, reps) = if slow { (0, 1) } else { (1, plan.reps()) };
+    let runs = (warmup + reps) as f64;
+    let layers = if full {
+        model_layers
+    } else {
+        ((left_s / (est_layer_s.max(1e-9) * runs)) as u32).clamp(1, model_layers)
+    };
+    let warmup = if slow {
+        0
+    } else {
+        let busy = warmup_runs(est_layer_s * f64::from(layers)).min(MAX_STACK_WARMUP);
+        warmup.max(busy)
+    };
+    StackSchedule {
+        layers,
+        warmup,
+        reps,
+    }
+}
+
+/// Fill in a timed stack's times (its kernels and layers recorded already set) for the model's
+/// whole matrices and layer count. A sliced run
+/// (fewer outputs than the model's) is scaled per GEMM where timestamps give per-dispatch times,
+/// by FLOPs otherwise.
+fn record_timing(
+    stack: &mut Stack,
+    timing: &StackTiming,
+    (model, run): (&[Gemm; 5], &[Gemm; 5]),
+    ub: u32,
+) {
+    stack.timing = if timing.timestamps {
+        "timestamps"
+    } else {
+        "wall-clock"
+    }
+    .into();
+    let layers = f64::from(stack.layers_recorded);
+    let total = median(&timing.total).unwrap_or(f64::NAN);
+    let model_flops: f64 = model.iter().map(|g| g.flops(ub)).sum();
+    let run_flops: f64 = run.iter().map(|g| g.flops(ub)).sum();
+    stack.sliced = run_flops < model_flops;
+    let mut per_layer = total / layers * model_flops / run_flops;
+    if timing.timestamps {
+        let (per_gemm, run_sum, scaled_sum) = per_gemm_times(stack, timing, (model, run), ub);
+        stack.per_gemm = per_gemm;
+        if stack.sliced && scaled_sum > 0.0 {
+            // Barriers and gaps between dispatches scale with the dispatch count, not with N.
+            let gaps = (total / layers - run_sum).max(0.0);
+            per_layer = scaled_sum + gaps;
+        }
+    }
+    stack.seconds_per_layer = Some(per_layer);
+    stack.gflops = Some(model_flops / per_layer / 1e9);
+    let (tps, prompt) = predict(per_layer, stack.layers_model, ub);
+    stack.predicted_tokens_per_s = Some(tps);
+    stack.prompt_5000_s = Some(prompt);
+}
+
+/// Each GEMM's median dispatch time over the stack's layers and reps, scaled from the outputs
+/// run to the model's; with the sums of the times as run and as scaled.
+fn per_gemm_times(
+    stack: &Stack,
+    timing: &StackTiming,
+    (model, run): (&[Gemm; 5], &[Gemm; 5]),
+    ub: u32,
+) -> (Vec<GemmTime>, f64, f64) {
+    let (mut per_gemm, mut run_sum, mut scaled_sum) = (Vec::new(), 0.0, 0.0);
+    for (gi, g) in model.iter().enumerate() {
+        let all: Vec<f64> = timing
+            .per_dispatch
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % model.len() == gi)
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        let Some(t) = median(&all) else { continue };
+        let t_full = t * f64::from(g.n) / f64::from(run[gi].n);
+        run_sum += t;
+        scaled_sum += t_full;
+        per_gemm.push(GemmTime {
+            gemm: g.name.into(),
+            shape: g.shape(),
+            kernel: stack.kernels[g.name].clone(),
+            seconds: t_full,
+            gflops: g.flops(ub) / t_full / 1e9,
+        });
+    }
+    (per_gemm, run_sum, scaled_sum)
 }
 
 /// Variants ordered by their total time over this ubatch's shapes, fastest first; variants that
@@ -802,25 +1019,49 @@ mod tests {
     use super::*;
     use crate::bench::model::preset;
 
-    #[test]
-    fn variants_are_ranked_by_measured_time_and_failures_go_last() {
-        let layer = preset("tiny").unwrap().layer();
-        let vs: Vec<KernelSpec> = kernels::catalogue()
+    fn tiny() -> [Gemm; 5] {
+        // qkv 64x128, o 64x64, gate and up 64x160, down 160x64.
+        preset("tiny").unwrap().layer()
+    }
+
+    fn fp32_variants(n: usize) -> Vec<KernelSpec> {
+        kernels::catalogue()
             .into_iter()
             .filter(|k| k.precision == Precision::Fp32)
-            .take(3)
-            .collect();
-        let timed = |k: &KernelSpec, secs: f64, status: Status| {
-            let mut s = screen_skipped(Precision::Fp32, k, &layer[0], "");
-            s.status = status;
-            s.seconds = Some(secs);
-            s
-        };
+            .take(n)
+            .collect()
+    }
+
+    fn screened(k: &KernelSpec, g: &Gemm, status: Status, secs: Option<f64>) -> Screen {
+        let mut s = screen_skipped(Precision::Fp32, k, g, "");
+        s.status = status;
+        s.seconds = secs;
+        s
+    }
+
+    fn plan(model: &str, size: Size) -> Plan {
+        Plan {
+            model: preset(model).unwrap(),
+            ubatches: vec![8, 16],
+            precisions: None,
+            size,
+            cpu: false,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn variants_are_ranked_by_measured_time_and_failures_go_last() {
+        let layer = tiny();
+        let vs = fp32_variants(3);
         // vs[0] slow, vs[1] fast, vs[2] wrong.
         let screens = vec![
-            timed(&vs[0], 3.0, Status::Ok),
-            timed(&vs[1], 1.0, Status::Ok),
-            timed(&vs[2], 0.5, Status::Wrong),
+            screened(&vs[0], &layer[0], Status::Ok, Some(3.0)),
+            screened(&vs[1], &layer[0], Status::Ok, Some(1.0)),
+            screened(&vs[2], &layer[0], Status::Wrong, Some(0.5)),
         ];
         let names: Vec<String> = rank_variants(&vs, &screens, Precision::Fp32)
             .into_iter()
@@ -842,5 +1083,353 @@ mod tests {
         let plan = Plan::from_args(&a).unwrap();
         assert_eq!(precisions_for(&plan, true), vec![Precision::Fp32]);
         assert_eq!(precisions_for(&plan, false), Precision::ALL.to_vec());
+    }
+
+    #[test]
+    fn one_gemm_per_shape_is_screened() {
+        // gate and up share a shape: up is not screened.
+        assert_eq!(distinct_shapes(&tiny()), vec![0, 1, 2, 4]);
+        let g = |name, k, n| Gemm { name, k, n };
+        let layer = [
+            g("a", 1, 2),
+            g("b", 1, 2),
+            g("c", 2, 1),
+            g("d", 1, 2),
+            g("e", 3, 3),
+        ];
+        assert_eq!(distinct_shapes(&layer), vec![0, 2, 4]);
+    }
+
+    #[test]
+    fn screening_drops_later_variants_past_half_the_share_unless_told_not_to() {
+        // (variant, full, try_all, elapsed) with a 10 s share.
+        assert!(screening_over_budget(1, false, false, 5.1, 10.0));
+        assert!(!screening_over_budget(1, false, false, 5.0, 10.0));
+        assert!(
+            !screening_over_budget(0, false, false, 99.0, 10.0),
+            "the first always runs"
+        );
+        assert!(
+            !screening_over_budget(1, true, false, 99.0, 10.0),
+            "--full tries all"
+        );
+        assert!(
+            !screening_over_budget(1, false, true, 99.0, 10.0),
+            "the first ubatch too"
+        );
+    }
+
+    #[test]
+    fn a_skipped_screen_says_budget_before_device_lost() {
+        let budget = Some("time budget of this run (use --full)");
+        assert_eq!(screen_skip_reason(true, true), budget);
+        assert_eq!(screen_skip_reason(true, false), budget);
+        assert_eq!(screen_skip_reason(false, true), Some("device lost"));
+        assert_eq!(screen_skip_reason(false, false), None);
+    }
+
+    #[test]
+    fn a_result_is_correct_only_within_the_tolerance() {
+        assert_eq!(verdict(1e-6, 1e-5), Status::Ok);
+        assert_eq!(verdict(1e-5, 1e-5), Status::Ok);
+        assert_eq!(verdict(2e-5, 1e-5), Status::Wrong);
+        assert_eq!(verdict(f64::NAN, 1e-5), Status::Wrong);
+    }
+
+    #[test]
+    fn screen_rates_come_from_the_flops_run_and_the_matching_peak() {
+        let peaks = HashMap::from([(Precision::Fp32, 100.0), (Precision::Int8, 400.0)]);
+        assert_eq!(peak_for(&peaks, Precision::Q4_0), Some(100.0));
+        assert_eq!(peak_for(&peaks, Precision::Int8), Some(400.0));
+        assert_eq!(peak_for(&peaks, Precision::Fp16), None);
+
+        let vs = fp32_variants(1);
+        let mut s = screened(&vs[0], &tiny()[0], Status::Ok, None);
+        set_time(&mut s, 0.5, 2e9, Some(100.0));
+        assert_eq!(
+            (s.seconds, s.gflops, s.efficiency),
+            (Some(0.5), Some(4.0), Some(0.04))
+        );
+        set_time(&mut s, 0.25, 2e9, None);
+        assert_eq!(
+            (s.seconds, s.gflops, s.efficiency),
+            (Some(0.25), Some(8.0), None)
+        );
+    }
+
+    #[test]
+    fn only_correct_screens_of_the_gemm_are_retimed() {
+        let (layer, vs) = (tiny(), fp32_variants(2));
+        let screens = vec![
+            screened(&vs[0], &layer[0], Status::Ok, Some(1.0)),
+            screened(&vs[0], &layer[1], Status::Ok, Some(1.0)),
+            screened(&vs[1], &layer[0], Status::Wrong, Some(1.0)),
+            screened(&vs[1], &layer[0], Status::Ok, Some(1.0)),
+        ];
+        assert_eq!(correct_screens(&screens, "qkv"), vec![0, 3]);
+        assert_eq!(correct_screens(&screens, "down"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn the_fastest_correct_kernel_wins_each_shape() {
+        let (l, vs) = (tiny(), fp32_variants(3));
+        let (a, b, c) = (&vs[0], &vs[1], &vs[2]);
+        let mut screens = vec![
+            screened(a, &l[0], Status::Ok, Some(2.0)),
+            screened(b, &l[0], Status::Ok, Some(1.0)), // faster: wins qkv
+            screened(a, &l[1], Status::Ok, Some(1.0)), // a tie: the first screened wins o
+            screened(b, &l[1], Status::Ok, Some(1.0)),
+            screened(a, &l[2], Status::Ok, Some(3.0)),
+            screened(c, &l[2], Status::Wrong, Some(0.5)), // faster but wrong
+            screened(c, &l[4], Status::Skipped, None),
+            screened(a, &l[4], Status::Ok, Some(0.5)),
+            screened(b, &l[4], Status::Ok, Some(0.25)),
+        ];
+        let choice = choose_fastest(&screens, &l).expect("every shape has a correct kernel");
+        let (a, b) = (a.name.as_str(), b.name.as_str());
+        // up runs gate's kernel, and its time counts again in the layer's.
+        assert_eq!(choice.kernels, vec![b, a, a, a, b]);
+        assert!(close(choice.est_layer_s, 1.0 + 1.0 + 3.0 + 3.0 + 0.25));
+
+        screens.retain(|s| s.gemm != "down" || s.status != Status::Ok);
+        assert_eq!(choose_fastest(&screens, &l), None);
+    }
+
+    #[test]
+    fn the_llama_stack_runs_for_fp32_on_gpus_and_on_cpu_devices_with_full() {
+        assert!(wants_llama_stack(Precision::Fp32, false, false));
+        assert!(wants_llama_stack(Precision::Fp32, true, true));
+        assert!(!wants_llama_stack(Precision::Fp32, false, true));
+        assert!(!wants_llama_stack(Precision::Fp16, true, false));
+        assert!(!wants_llama_stack(Precision::Q4_0, false, false));
+    }
+
+    #[test]
+    fn the_llama_estimate_scales_its_four_screened_shapes_to_five_gemms() {
+        let l = tiny();
+        let llama = fp32_variants(20)
+            .into_iter()
+            .find(|k| k.name == "llama-64x64")
+            .expect("llama's medium tile is in the catalogue");
+        let other = &fp32_variants(1)[0];
+        let screens = vec![
+            screened(&llama, &l[0], Status::Ok, Some(0.1)),
+            screened(&llama, &l[1], Status::Ok, Some(0.2)),
+            screened(&llama, &l[2], Status::Ok, Some(0.3)),
+            screened(&llama, &l[4], Status::Ok, Some(0.4)),
+            screened(&llama, &l[4], Status::Skipped, None),
+            screened(other, &l[0], Status::Ok, Some(5.0)),
+        ];
+        assert!(close(llama_estimate(&screens, "llama-64x64"), 1.25));
+    }
+
+    #[test]
+    fn full_runs_record_every_layer_and_warm_up_the_device() {
+        let p = plan("qwen2.5-3b", Size::Full);
+        let s = |est| stack_schedule(&p, true, 0.0, est);
+        // 36 layers of 10 ms: 0.36 s busy already, one warm-up submission.
+        assert_eq!(
+            s(0.01),
+            StackSchedule {
+                layers: 36,
+                warmup: 1,
+                reps: 5
+            }
+        );
+        // 36 layers of 1 us: 36 us, so enough submissions to be busy for WARM_S, at most 50.
+        assert_eq!(s(1e-6).warmup, MAX_STACK_WARMUP);
+        let s = stack_schedule(&plan("tiny", Size::Full), false, 0.0, 0.01);
+        assert_eq!(
+            s,
+            StackSchedule {
+                layers: 2,
+                warmup: 3,
+                reps: 5
+            }
+        );
+    }
+
+    #[test]
+    fn other_runs_record_the_layers_that_fit_their_time() {
+        // Default on a GPU: one warm-up and 3 reps, so 4 runs of each layer recorded.
+        let p = plan("qwen2.5-3b", Size::Default);
+        let layers = |left_s, est| stack_schedule(&p, false, left_s, est).layers;
+        assert_eq!(layers(1.0, 0.1), 2);
+        assert_eq!(layers(0.0, 0.1), 1, "at least one layer");
+        assert_eq!(layers(1000.0, 0.1), 36, "at most the model's");
+        assert_eq!(
+            layers(1.0, 0.0),
+            36,
+            "no estimate is not a division by zero"
+        );
+        // Quick runs, and CPU devices, submit once with no warm-up.
+        let quick = stack_schedule(&plan("qwen2.5-3b", Size::Quick), false, 1.0, 0.1);
+        assert_eq!(
+            quick,
+            StackSchedule {
+                layers: 10,
+                warmup: 0,
+                reps: 1
+            }
+        );
+        let cpu = stack_schedule(&p, true, 1.0, 0.1);
+        assert_eq!(
+            cpu,
+            StackSchedule {
+                layers: 10,
+                warmup: 0,
+                reps: 1
+            }
+        );
+    }
+
+    /// A tiny stack of 2 layers with the outputs of every GEMM halved (a sliced run).
+    fn sliced_stack() -> (Stack, [Gemm; 5], [Gemm; 5]) {
+        let model = tiny();
+        let run = model.map(|g| Gemm { n: g.n / 2, ..g });
+        let mut stack = empty_stack(Precision::Fp32, "best", Status::Ok, None, None, 2);
+        let k = &fp32_variants(1)[0];
+        stack.kernels = model
+            .iter()
+            .map(|g| (g.name.to_string(), k.name.clone()))
+            .collect();
+        stack.layers_recorded = 2;
+        (stack, model, run)
+    }
+
+    /// Two layers' dispatches, each GEMM taking 10, 20, 30, 40, 50 ms.
+    fn per_dispatch() -> Vec<Vec<f64>> {
+        (0..10).map(|i| vec![0.01 * f64::from(i % 5 + 1)]).collect()
+    }
+
+    #[test]
+    fn a_wall_clock_stack_is_scaled_to_the_model_by_flops() {
+        let (mut stack, model, run) = sliced_stack();
+        let timing = StackTiming {
+            total: vec![0.3, 0.1, 0.2],
+            timestamps: false,
+            ..StackTiming::default()
+        };
+        record_timing(&mut stack, &timing, (&model, &run), 8);
+        assert_eq!(stack.timing, "wall-clock");
+        assert!(stack.sliced);
+        assert!(stack.per_gemm.is_empty());
+        // Median 0.2 s for 2 layers, twice the FLOPs in the model: 0.2 s a layer.
+        let per_layer = stack.seconds_per_layer.unwrap();
+        assert!(close(per_layer, 0.2), "{per_layer}");
+        let flops: f64 = model.iter().map(|g| g.flops(8)).sum();
+        assert!(close(stack.gflops.unwrap(), flops / 0.2 / 1e9));
+        let (tps, prompt) = predict(per_layer, 2, 8);
+        assert_eq!(stack.predicted_tokens_per_s, Some(tps));
+        assert_eq!(stack.prompt_5000_s, Some(prompt));
+    }
+
+    #[test]
+    fn a_timestamped_sliced_stack_is_scaled_per_gemm_and_keeps_its_gaps() {
+        let (mut stack, model, run) = sliced_stack();
+        let timing = StackTiming {
+            per_dispatch: per_dispatch(),
+            total: vec![0.4],
+            timestamps: true,
+            ..StackTiming::default()
+        };
+        record_timing(&mut stack, &timing, (&model, &run), 8);
+        assert_eq!(stack.timing, "timestamps");
+        let secs: Vec<f64> = stack.per_gemm.iter().map(|g| g.seconds).collect();
+        let want = [0.02, 0.04, 0.06, 0.08, 0.10];
+        assert!(secs.iter().zip(want).all(|(s, w)| close(*s, w)), "{secs:?}");
+        assert_eq!(stack.per_gemm[2].gemm, "gate");
+        assert_eq!(stack.per_gemm[2].shape, "64x160");
+        assert_eq!(stack.per_gemm[2].kernel, stack.kernels["gate"]);
+        // 0.2 s a layer of which 0.15 s in the GEMMs: 0.05 s of gaps on top of the scaled 0.3 s.
+        let per_layer = stack.seconds_per_layer.unwrap();
+        assert!(close(per_layer, 0.35), "{per_layer}");
+    }
+
+    #[test]
+    fn a_timestamped_whole_stack_keeps_its_total_time() {
+        let (mut stack, model, _) = sliced_stack();
+        let timing = StackTiming {
+            per_dispatch: per_dispatch(),
+            total: vec![0.4],
+            timestamps: true,
+            ..StackTiming::default()
+        };
+        record_timing(&mut stack, &timing, (&model, &model), 8);
+        assert!(!stack.sliced);
+        assert!(close(stack.per_gemm[4].seconds, 0.05));
+        let per_layer = stack.seconds_per_layer.unwrap();
+        assert!(close(per_layer, 0.2), "{per_layer}");
+    }
+
+    #[test]
+    fn weights_are_packed_once_per_model_shape_with_the_outputs_run() {
+        let model = tiny();
+        let run = model.map(|g| Gemm {
+            n: g.n.min(100),
+            ..g
+        });
+        let packed = pack_weights(Precision::Fp32, &model, &run);
+        assert_eq!(packed.len(), 4, "gate and up share one matrix");
+        let gate = &packed[&(64, 160)];
+        assert_eq!((gate.rows, gate.k), (100, 64));
+        assert_eq!(packed[&(160, 64)].rows, 64);
+    }
+
+    #[test]
+    fn weights_above_the_buffer_limit_skip_the_precision() {
+        let model = tiny();
+        let packed = pack_weights(Precision::Fp32, &model, &model);
+        // The biggest, gate/up and down, hold 64 x 160 fp32 values: 40960 bytes.
+        assert_eq!(weights_over_limit(&packed, 40960), None);
+        let reason = weights_over_limit(&packed, 40959).expect("over the limit");
+        assert!(
+            reason.starts_with("a 64x160 weight matrix needs 0 MiB")
+                || reason.starts_with("a 160x64 weight matrix needs 0 MiB"),
+            "{reason}"
+        );
+        assert!(reason.ends_with("above the device's maxStorageBufferRange (0 MiB)"));
+    }
+
+    #[test]
+    fn an_activation_or_output_above_the_buffer_limit_skips_the_ubatch() {
+        let model = tiny();
+        let x = pack_activations(Precision::Fp32, &model, 8192);
+        assert_eq!(x.len(), 2, "one activation matrix per K");
+        // The biggest output and activations are 8192 x 160 fp32: 5 MiB.
+        let mib = 1 << 20;
+        assert_eq!(ubatch_over_limit(8192, &model, &x, 5 * mib), None);
+        let want = "ubatch 8192 needs a 5 MiB buffer, above maxStorageBufferRange (4 MiB)";
+        assert_eq!(
+            ubatch_over_limit(8192, &model, &x, 4 * mib).as_deref(),
+            Some(want)
+        );
+        // Small outputs: the activations alone are over.
+        let narrow = model.map(|g| Gemm { n: 16, ..g });
+        assert_eq!(
+            ubatch_over_limit(8192, &narrow, &x, 4 * mib).as_deref(),
+            Some(want)
+        );
+        assert_eq!(
+            ubatch_over_limit(8192, &narrow, &HashMap::new(), 4 * mib),
+            None
+        );
+    }
+
+    #[test]
+    fn a_missing_stack_says_why() {
+        let e = VkError::new("vkQueueSubmit", ash::vk::Result::ERROR_DEVICE_LOST);
+        let failed = NoStack::Failed(e.clone()).into_stack(Precision::Int8, 28);
+        assert_eq!(
+            (failed.status, failed.error, failed.reason),
+            (Status::Error, Some(e), None)
+        );
+        let skipped = NoStack::Skipped("why".into()).into_stack(Precision::Int8, 28);
+        assert_eq!(skipped.status, Status::Skipped);
+        assert_eq!(
+            (skipped.error, skipped.reason),
+            (None, Some("why".to_string()))
+        );
+        assert_eq!((skipped.label.as_str(), skipped.layers_model), ("best", 28));
     }
 }
