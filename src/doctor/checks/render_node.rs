@@ -184,15 +184,17 @@ mod tests {
 
     #[test]
     fn the_node_is_matched_by_device_then_by_driver_and_needs_its_dev_file() {
-        let mut inv = Inventory::default();
-        inv.render_nodes = vec![
-            node(
-                "renderD128",
-                "/sys/devices/platform/fdd90000.vop",
-                "rockchip",
-            ),
-            node("renderD129", "/sys/devices/platform/other", "panthor"),
-        ];
+        let mut inv = Inventory {
+            render_nodes: vec![
+                node(
+                    "renderD128",
+                    "/sys/devices/platform/fdd90000.vop",
+                    "rockchip",
+                ),
+                node("renderD129", "/sys/devices/platform/other", "panthor"),
+            ],
+            ..Default::default()
+        };
         assert_eq!(
             locate(&inv, &gpu()).unwrap().name,
             "renderD129",
