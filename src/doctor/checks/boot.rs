@@ -5,13 +5,18 @@
 use super::kernel::{mainline_fix, release_is_mainline};
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
+use crate::inventory::{ArmbianFacts, BootEntry, ExtlinuxFacts, UbootMenuFacts};
+use crate::profile::Profile;
 
 const ID: &str = "boot-default";
 
-/// Where the next kernel comes from, and which release that is.
+/// Where the next kernel comes from, which release that is, and what was read to tell.
 struct Next {
     how: String,
     release: Option<String>,
+    evidence: Vec<String>,
+    /// u-boot-menu disagreeing with extlinux.conf: only worth saying once the release is right.
+    drift: Option<String>,
 }
 
 pub fn check(ctx: &Context) -> Finding {
@@ -19,123 +24,158 @@ pub fn check(ctx: &Context) -> Finding {
         return f;
     }
     let boot = &ctx.inv.boot;
-    let running = ctx.inv.kernel.release.as_deref();
-    let mut ev = Vec::new();
-    let mut warnings: Vec<(String, String)> = Vec::new();
-
+    // U-Boot's distro boot tries extlinux.conf before boot.scr, so it wins over Armbian's files.
     let next = if let Some(x) = &boot.extlinux {
-        ev.push(format!(
-            "{}: default {} ({} entries)",
-            x.path,
-            x.default_label.as_deref().unwrap_or("(none: first entry)"),
-            x.entries.len()
-        ));
-        let Some(entry) = &x.default_entry else {
-            let label = x.default_label.clone().unwrap_or_default();
-            let fix = if boot.uboot_menu.is_some() {
-                "sudo u-boot-update (regenerates extlinux.conf)".to_string()
-            } else {
-                format!("set `default` to one of the labels in {}", x.path)
-            };
-            return Finding::fail(
-                ID,
-                format!(
-                    "{}: default {label:?} names no label: U-Boot has nothing to boot",
-                    x.path
-                ),
-            )
-            .evidence(ev)
-            .fix(fix);
-        };
-        ev.push(format!(
-            "label {} (line {}): linux {}",
-            entry.label,
-            entry.line,
-            entry.linux.as_deref().unwrap_or("(none)")
-        ));
-        if let Some(menu) = &boot.uboot_menu {
-            ev.push(format!(
-                "u-boot-menu: U_BOOT_DEFAULT={} ({}), kernels {}",
-                menu.default_label,
-                menu.default_from
-                    .as_deref()
-                    .unwrap_or("u-boot-menu's built-in default"),
-                menu.kernels.join(", ")
-            ));
-            if !menu.default_known {
-                warnings.push((
-                    format!("U_BOOT_DEFAULT is computed at run time ({}); rvl cannot tell what u-boot-update will write",
-                        menu.default_from.as_deref().unwrap_or("?")),
-                    ctx.setup("kernel"),
-                ));
-            } else if menu.default_label != entry.label {
-                let will = menu
-                    .default_label
-                    .strip_prefix('l')
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .and_then(|n| menu.kernels.get(n))
-                    .map(String::as_str)
-                    .unwrap_or("?");
-                warnings.push((
-                    format!("extlinux.conf boots {}, but the next u-boot-update switches the default to {} ({will})",
-                        entry.label, menu.default_label),
-                    ctx.setup("kernel"),
-                ));
-            }
-        }
-        Next {
-            how: if entry.label.is_empty() {
-                "an extlinux entry with an empty label".to_string()
-            } else {
-                format!("extlinux label {}", entry.label)
-            },
-            release: entry.release.clone(),
+        match from_extlinux(x, boot.uboot_menu.as_ref()) {
+            Ok(next) => next,
+            Err(f) => return f,
         }
     } else if let Some(a) = &boot.armbian {
-        ev.push(format!(
-            "/boot/armbianEnv.txt: overlays {:?}, fdtfile {}",
-            a.overlays.join(" "),
-            a.fdtfile.as_deref().unwrap_or("(unset)")
-        ));
-        ev.push(format!(
-            "/boot/Image -> {}",
-            a.image.as_deref().unwrap_or("(missing)")
-        ));
-        Next {
-            how: "/boot/Image".to_string(),
-            release: a.image_release.clone(),
-        }
+        from_armbian(a)
     } else {
         return Finding::skip(
             ID,
             "no /boot/extlinux/extlinux.conf or /boot/armbianEnv.txt found",
         );
     };
+    judge(ctx, next)
+}
 
-    let Some(release) = next.release else {
-        return Finding::warn(ID, format!("cannot tell which kernel {} boots", next.how))
+/// extlinux.conf's default entry, and what the next u-boot-update would make of it; a
+/// `default` naming no label is a failure of its own, since U-Boot then boots nothing.
+fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Next, Finding> {
+    let mut evidence = vec![format!(
+        "{}: default {} ({} entries)",
+        x.path,
+        x.default_label.as_deref().unwrap_or("(none: first entry)"),
+        x.entries.len()
+    )];
+    let Some(entry) = &x.default_entry else {
+        return Err(no_default_entry(x, menu.is_some()).evidence(evidence));
+    };
+    evidence.push(format!(
+        "label {} (line {}): linux {}",
+        entry.label,
+        entry.line,
+        entry.linux.as_deref().unwrap_or("(none)")
+    ));
+    let mut drift = None;
+    if let Some(menu) = menu {
+        evidence.push(format!(
+            "u-boot-menu: U_BOOT_DEFAULT={} ({}), kernels {}",
+            menu.default_label,
+            menu.default_from
+                .as_deref()
+                .unwrap_or("u-boot-menu's built-in default"),
+            menu.kernels.join(", ")
+        ));
+        drift = menu_drift(menu, entry);
+    }
+    Ok(Next {
+        how: extlinux_how(entry),
+        release: entry.release.clone(),
+        evidence,
+        drift,
+    })
+}
+
+fn no_default_entry(x: &ExtlinuxFacts, has_uboot_menu: bool) -> Finding {
+    let label = x.default_label.clone().unwrap_or_default();
+    // With u-boot-menu installed, hand edits are overwritten: regenerate instead.
+    let fix = if has_uboot_menu {
+        "sudo u-boot-update (regenerates extlinux.conf)".to_string()
+    } else {
+        format!("set `default` to one of the labels in {}", x.path)
+    };
+    Finding::fail(
+        ID,
+        format!(
+            "{}: default {label:?} names no label: U-Boot has nothing to boot",
+            x.path
+        ),
+    )
+    .fix(fix)
+}
+
+fn extlinux_how(entry: &BootEntry) -> String {
+    if entry.label.is_empty() {
+        "an extlinux entry with an empty label".to_string()
+    } else {
+        format!("extlinux label {}", entry.label)
+    }
+}
+
+/// Why the default may change under the user: u-boot-update rewrites extlinux.conf on every
+/// kernel install, with `U_BOOT_DEFAULT` as its default.
+fn menu_drift(menu: &UbootMenuFacts, entry: &BootEntry) -> Option<String> {
+    if !menu.default_known {
+        Some(format!(
+            "U_BOOT_DEFAULT is computed at run time ({}); rvl cannot tell what u-boot-update will write",
+            menu.default_from.as_deref().unwrap_or("?")
+        ))
+    } else if menu.default_label != entry.label {
+        Some(format!(
+            "extlinux.conf boots {}, but the next u-boot-update switches the default to {} ({})",
+            entry.label,
+            menu.default_label,
+            menu_kernel(menu)
+        ))
+    } else {
+        None
+    }
+}
+
+/// The kernel behind a u-boot-menu label: `lN` is the N-th kernel, highest first.
+fn menu_kernel(menu: &UbootMenuFacts) -> &str {
+    menu.default_label
+        .strip_prefix('l')
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| menu.kernels.get(n))
+        .map(String::as_str)
+        .unwrap_or("?")
+}
+
+fn from_armbian(a: &ArmbianFacts) -> Next {
+    Next {
+        how: "/boot/Image".to_string(),
+        release: a.image_release.clone(),
+        evidence: vec![
+            format!(
+                "/boot/armbianEnv.txt: overlays {:?}, fdtfile {}",
+                a.overlays.join(" "),
+                a.fdtfile.as_deref().unwrap_or("(unset)")
+            ),
+            format!(
+                "/boot/Image -> {}",
+                a.image.as_deref().unwrap_or("(missing)")
+            ),
+        ],
+        drift: None,
+    }
+}
+
+/// The next release against the running one and the board's mainline kernel.
+fn judge(ctx: &Context, next: Next) -> Finding {
+    let Next {
+        how,
+        release,
+        evidence: ev,
+        drift,
+    } = next;
+    let Some(release) = release else {
+        return Finding::warn(ID, format!("cannot tell which kernel {how} boots"))
             .evidence(ev)
             .fix("name the kernel as /boot/vmlinuz-<release> so the boot entry says which kernel it is");
     };
-    let pinned = ctx
-        .profile
-        .and_then(|p| p.kernel.mainline.as_ref())
-        .map(|m| m.release.as_str());
-    let next_mainline = release_is_mainline(&release, ctx.profile);
-    let running_mainline = running.is_some_and(|r| release_is_mainline(r, ctx.profile));
-    let what = if pinned == Some(release.as_str()) {
-        "rvl's pinned mainline kernel"
-    } else if next_mainline {
-        "a mainline kernel"
-    } else {
-        "a vendor kernel"
-    };
-    let summary = format!("next boot: {release} ({}), {what}", next.how);
-
-    if !next_mainline {
+    let running = ctx.inv.kernel.release.as_deref();
+    let summary = format!(
+        "next boot: {release} ({how}), {}",
+        release_kind(&release, ctx.profile)
+    );
+    if !release_is_mainline(&release, ctx.profile) {
         // Leaving a working mainline kernel is a failure of its own; staying on the vendor
         // kernel is the `kernel` check's finding, repeated here as a warning only.
-        let finding = if running_mainline {
+        let finding = if running.is_some_and(|r| release_is_mainline(r, ctx.profile)) {
             Finding::fail(
                 ID,
                 format!("{summary}: the next reboot leaves panthor's kernel"),
@@ -146,18 +186,113 @@ pub fn check(ctx: &Context) -> Finding {
         return finding.evidence(ev).fix(mainline_fix(ctx));
     }
     if running != Some(release.as_str()) {
+        let running = running.unwrap_or("?");
         return Finding::warn(
             ID,
-            format!(
-                "{summary}; running {}: reboot to use it",
-                running.unwrap_or("?")
-            ),
+            format!("{summary}; running {running}: reboot to use it"),
         )
         .evidence(ev)
         .fix("sudo reboot");
     }
-    if let Some((w, fix)) = warnings.into_iter().next() {
-        return Finding::warn(ID, w).evidence(ev).fix(fix);
+    match drift {
+        Some(w) => Finding::warn(ID, w).evidence(ev).fix(ctx.setup("kernel")),
+        None => Finding::pass(ID, format!("{summary}, as running")).evidence(ev),
     }
-    Finding::pass(ID, format!("{summary}, as running")).evidence(ev)
+}
+
+fn release_kind(release: &str, profile: Option<&Profile>) -> &'static str {
+    let pinned = profile
+        .and_then(|p| p.kernel.mainline.as_ref())
+        .is_some_and(|m| m.release == release);
+    if pinned {
+        "rvl's pinned mainline kernel"
+    } else if release_is_mainline(release, profile) {
+        "a mainline kernel"
+    } else {
+        "a vendor kernel"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::finding::Status;
+    use crate::inventory::Inventory;
+
+    fn menu(default_label: &str) -> UbootMenuFacts {
+        UbootMenuFacts {
+            default_label: default_label.into(),
+            default_from: Some("/etc/default/u-boot:3".into()),
+            default_known: true,
+            kernels: vec!["7.0.0-rc3-marfrit-A1".into(), "6.1.75-npu-port".into()],
+            fdt_overlays: None,
+        }
+    }
+
+    #[test]
+    fn u_boot_menu_labels_name_kernels_highest_first() {
+        assert_eq!(menu_kernel(&menu("l1")), "6.1.75-npu-port");
+        assert_eq!(menu_kernel(&menu("l2")), "?", "past the last kernel");
+        assert_eq!(menu_kernel(&menu("rescue")), "?", "not an lN label");
+    }
+
+    #[test]
+    fn drift_is_only_a_label_mismatch_or_an_unknowable_default() {
+        let entry = BootEntry {
+            label: "l0".into(),
+            ..Default::default()
+        };
+        assert_eq!(menu_drift(&menu("l0"), &entry), None);
+        assert!(menu_drift(&menu("l1"), &entry)
+            .unwrap()
+            .contains("switches the default to l1 (6.1.75-npu-port)"));
+        let computed = UbootMenuFacts {
+            default_known: false,
+            ..menu("l0")
+        };
+        assert!(menu_drift(&computed, &entry)
+            .unwrap()
+            .contains("computed at run time (/etc/default/u-boot:3)"));
+    }
+
+    #[test]
+    fn releases_are_told_pinned_mainline_or_vendor() {
+        super::super::with_boltzmann(&Inventory::default(), |ctx| {
+            let kind = |r| release_kind(r, ctx.profile);
+            assert_eq!(kind("7.0.0-rc3-marfrit-A1"), "rvl's pinned mainline kernel");
+            assert_eq!(kind("6.16.8-edge-rockchip64"), "a mainline kernel");
+            assert_eq!(kind("6.1.75-npu-port"), "a vendor kernel");
+        });
+    }
+
+    #[test]
+    fn drift_waits_for_the_right_release_and_a_nameless_kernel_is_a_warning() {
+        let mut inv = Inventory::default();
+        inv.kernel.release = Some("7.0.0-rc3-marfrit-A1".into());
+        let next = |release: Option<&str>| Next {
+            how: extlinux_how(&BootEntry::default()),
+            release: release.map(String::from),
+            evidence: vec![],
+            drift: Some("u-boot-menu drifts".into()),
+        };
+        super::super::with_boltzmann(&inv, |ctx| {
+            let f = judge(ctx, next(Some("7.0.0-rc3-marfrit-A1")));
+            assert_eq!(
+                (f.status, f.summary.as_str()),
+                (Status::Warn, "u-boot-menu drifts")
+            );
+            let f = judge(ctx, next(Some("7.1.0")));
+            assert_eq!(
+                f.fix.as_deref(),
+                Some("sudo reboot"),
+                "a reboot comes first"
+            );
+            let f = judge(ctx, next(None));
+            assert_eq!(f.status, Status::Warn);
+            assert_eq!(
+                f.summary,
+                "cannot tell which kernel an extlinux entry with an empty label boots"
+            );
+        });
+    }
 }

@@ -5,6 +5,8 @@ use super::kernel::{kernel_kind, mainline_fix, KernelKind};
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
 use crate::host::devicetree::DtNode;
+use crate::host::sysfs::PlatformGpu;
+use crate::inventory::Inventory;
 
 const ID: &str = "gpu-driver";
 
@@ -12,14 +14,16 @@ fn panthor_node(n: &DtNode) -> bool {
     n.compatible.iter().any(|c| c == "arm,mali-valhall-csf")
 }
 
-/// The fix that hands the GPU from kbase to panthor on a vendor kernel, from the DT layout.
-fn vendor_switch_fix(ctx: &Context) -> String {
-    let nodes = ctx
-        .inv
-        .devicetree
+fn gpu_nodes(inv: &Inventory) -> &[DtNode] {
+    inv.devicetree
         .as_ref()
         .map(|d| d.gpu_nodes.as_slice())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The fix that hands the GPU from kbase to panthor on a vendor kernel, from the DT layout.
+fn vendor_switch_fix(ctx: &Context) -> String {
+    let nodes = gpu_nodes(ctx.inv);
     let overlays = ctx.profile.map(|p| &p.overlays);
     // Radxa BSP: kbase lives in gpu-mali@…, enabled by the rk3588-mali-enable overlay.
     let radxa_kbase_on = nodes
@@ -69,12 +73,22 @@ pub fn check(ctx: &Context) -> Finding {
         return f;
     }
     let inv = ctx.inv;
-    let nodes = inv
-        .devicetree
-        .as_ref()
-        .map(|d| d.gpu_nodes.as_slice())
-        .unwrap_or_default();
-    let mut ev: Vec<String> = nodes
+    let finding = if let Some(k) = inv.gpu.kbase_device() {
+        Finding::fail(
+            ID,
+            format!("kbase (vendor driver \"mali\") owns the GPU {}", k.name),
+        )
+        .fix(vendor_switch_fix(ctx))
+    } else if let Some(dev) = inv.gpu.panthor_device() {
+        judge_device(ctx, dev)
+    } else {
+        no_device(ctx)
+    };
+    finding.evidence(evidence(inv))
+}
+
+fn evidence(inv: &Inventory) -> Vec<String> {
+    let mut ev: Vec<String> = gpu_nodes(inv)
         .iter()
         .map(|n| {
             format!(
@@ -99,91 +113,158 @@ pub fn check(ctx: &Context) -> Finding {
     if inv.gpu.dev_mali0 {
         ev.push("/dev/mali0 exists (kbase's device)".into());
     }
+    ev
+}
 
-    if let Some(k) = inv.gpu.kbase_device() {
-        return Finding::fail(
+/// The panthor-capable device exists: who, if anyone, has bound it.
+fn judge_device(ctx: &Context, dev: &PlatformGpu) -> Finding {
+    match dev.driver.as_deref() {
+        Some("panthor") if ctx.inv.gpu.dev_mali0 => Finding::warn(
             ID,
-            format!("kbase (vendor driver \"mali\") owns the GPU {}", k.name),
+            format!("panthor drives {}, but /dev/mali0 exists too", dev.name),
         )
-        .evidence(ev)
-        .fix(vendor_switch_fix(ctx));
-    }
-    if let Some(dev) = inv.gpu.panthor_device() {
-        if dev.driver.as_deref() == Some("panthor") {
-            if inv.gpu.dev_mali0 {
-                return Finding::warn(
-                    ID,
-                    format!("panthor drives {}, but /dev/mali0 exists too", dev.name),
-                )
-                .evidence(ev)
-                .fix(vendor_switch_fix(ctx));
-            }
-            return Finding::pass(ID, format!("panthor drives {}", dev.name)).evidence(ev);
+        .fix(vendor_switch_fix(ctx)),
+        Some("panthor") => Finding::pass(ID, format!("panthor drives {}", dev.name)),
+        Some(other) => Finding::fail(ID, format!("{} is bound to {other}, not panthor", dev.name))
+            .fix(format!("echo {0} | sudo tee /sys/bus/platform/drivers/{other}/unbind, then find why {other} claims it", dev.name)),
+        None => {
+            let (why, fix) = why_unbound(ctx);
+            Finding::fail(ID, format!("{} has no driver: {why}", dev.name)).fix(fix)
         }
-        if let Some(other) = dev.driver.as_deref() {
-            return Finding::fail(ID, format!("{} is bound to {other}, not panthor", dev.name))
-                .evidence(ev)
-                .fix(format!("echo {0} | sudo tee /sys/bus/platform/drivers/{other}/unbind, then find why {other} claims it", dev.name));
-        }
-        let panthor_module = inv.kernel.modules.iter().any(|m| m == "panthor");
-        let as_module = inv
-            .kernel
-            .config
-            .as_ref()
-            .map(|c| c.get("CONFIG_DRM_PANTHOR"))
-            == Some("m");
-        let (why, fix) = if inv.firmware.found.is_none() {
-            (
-                format!("probe failed: firmware {} is missing", inv.firmware.wanted),
-                format!(
-                    "{}, then reboot (see the firmware check)",
-                    ctx.setup("firmware")
-                ),
-            )
-        } else if as_module && !panthor_module {
-            (
-                "the panthor module is not loaded".to_string(),
-                "sudo modprobe panthor (then `dmesg | grep -i panthor` if it fails)".to_string(),
-            )
-        } else {
-            (
-                "its probe failed".to_string(),
-                "read the probe error: sudo dmesg | grep -i -e panthor -e mali".to_string(),
-            )
-        };
-        return Finding::fail(ID, format!("{} has no driver: {why}", dev.name))
-            .evidence(ev)
-            .fix(fix);
     }
-    // No panthor-capable platform device: a disabled DT node creates none.
+}
+
+/// Why panthor has not bound a device it could drive, most specific cause first.
+fn why_unbound(ctx: &Context) -> (String, String) {
+    let inv = ctx.inv;
+    let panthor_module = inv.kernel.modules.iter().any(|m| m == "panthor");
+    let as_module = inv
+        .kernel
+        .config
+        .as_ref()
+        .map(|c| c.get("CONFIG_DRM_PANTHOR"))
+        == Some("m");
+    if inv.firmware.found.is_none() {
+        (
+            format!("probe failed: firmware {} is missing", inv.firmware.wanted),
+            format!(
+                "{}, then reboot (see the firmware check)",
+                ctx.setup("firmware")
+            ),
+        )
+    } else if as_module && !panthor_module {
+        (
+            "the panthor module is not loaded".to_string(),
+            "sudo modprobe panthor (then `dmesg | grep -i panthor` if it fails)".to_string(),
+        )
+    } else {
+        (
+            "its probe failed".to_string(),
+            "read the probe error: sudo dmesg | grep -i -e panthor -e mali".to_string(),
+        )
+    }
+}
+
+/// No panthor-capable platform device: a disabled DT node creates none.
+fn no_device(ctx: &Context) -> Finding {
+    let nodes = gpu_nodes(ctx.inv);
     if let Some(n) = nodes.iter().find(|n| panthor_node(n) && !n.enabled()) {
         let summary = format!("GPU node {} is disabled in the device tree", n.path);
-        let fix = if n.path.starts_with("/gpu-panthor@")
-            || kernel_kind(inv, ctx.profile) == KernelKind::Vendor
-        {
-            vendor_switch_fix(ctx)
-        } else if ctx.profile.and_then(|p| p.mainline_enables_gpu) == Some(false) {
-            format!(
-                "this board's mainline device tree leaves &gpu disabled: {} (overlay with mali-supply and status = \"okay\")",
-                ctx.setup("gpu-overlay")
-            )
-        } else {
-            format!(
-                "enable &gpu (mali-supply, status = \"okay\") with a device-tree overlay: {}",
-                ctx.setup("gpu-overlay")
-            )
-        };
-        return Finding::fail(ID, summary).evidence(ev).fix(fix);
+        return Finding::fail(ID, summary).fix(enable_node_fix(ctx, n));
     }
-    if !nodes.is_empty() || !inv.gpu.devices.is_empty() {
+    if !nodes.is_empty() || !ctx.inv.gpu.devices.is_empty() {
         return Finding::fail(ID, "no panthor GPU node: the device tree only has kbase's")
-            .evidence(ev)
             .fix(vendor_switch_fix(ctx));
     }
-    Finding::fail(ID, "no Mali GPU in the device tree or sysfs")
-        .evidence(ev)
-        .fix(format!(
-            "boot a device tree with the RK3588 GPU node: {}",
-            mainline_fix(ctx)
-        ))
+    Finding::fail(ID, "no Mali GPU in the device tree or sysfs").fix(format!(
+        "boot a device tree with the RK3588 GPU node: {}",
+        mainline_fix(ctx)
+    ))
+}
+
+/// A BSP's gpu-panthor@ node is switched by its overlay; mainline's &gpu needs one of rvl's.
+fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
+    if n.path.starts_with("/gpu-panthor@")
+        || kernel_kind(ctx.inv, ctx.profile) == KernelKind::Vendor
+    {
+        vendor_switch_fix(ctx)
+    } else if ctx.profile.and_then(|p| p.mainline_enables_gpu) == Some(false) {
+        format!(
+            "this board's mainline device tree leaves &gpu disabled: {} (overlay with mali-supply and status = \"okay\")",
+            ctx.setup("gpu-overlay")
+        )
+    } else {
+        format!(
+            "enable &gpu (mali-supply, status = \"okay\") with a device-tree overlay: {}",
+            ctx.setup("gpu-overlay")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::finding::Status;
+    use crate::firmware::{Compression, FirmwareFile};
+    use crate::inventory::KernelConfigFacts;
+
+    fn mainline_with_firmware() -> Inventory {
+        let mut inv = Inventory::default();
+        inv.kernel.release = Some("7.0.0-rc3-marfrit-A1".into());
+        inv.firmware.found = Some(FirmwareFile {
+            path: "/lib/firmware/arm/mali/arch10.8/mali_csffw.bin".into(),
+            compression: Compression::None,
+            size: None,
+            sha256: None,
+            header: None,
+            error: None,
+        });
+        inv
+    }
+
+    #[test]
+    fn an_unbound_gpu_names_the_most_specific_cause() {
+        let mut inv = mainline_with_firmware();
+        let mut cfg = KernelConfigFacts::default();
+        cfg.options.insert("CONFIG_DRM_PANTHOR".into(), "m".into());
+        inv.kernel.config = Some(cfg);
+        let why = |inv: &Inventory| super::super::with_boltzmann(inv, |ctx| why_unbound(ctx).0);
+        assert_eq!(why(&inv), "the panthor module is not loaded");
+        inv.kernel.modules = vec!["panthor".into()];
+        assert_eq!(why(&inv), "its probe failed");
+        inv.firmware.found = None;
+        assert!(why(&inv).contains("is missing"), "firmware first");
+    }
+
+    #[test]
+    fn a_gpu_bound_to_another_driver_fails_with_its_unbind() {
+        let dev = PlatformGpu {
+            name: "fb000000.gpu".into(),
+            path: "/sys/devices/platform/fb000000.gpu".into(),
+            compatible: vec!["arm,mali-valhall-csf".into()],
+            driver: Some("simple-pm-bus".into()),
+            gpuinfo: None,
+        };
+        let f = super::super::with_boltzmann(&Inventory::default(), |ctx| judge_device(ctx, &dev));
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.fix.unwrap().starts_with(
+            "echo fb000000.gpu | sudo tee /sys/bus/platform/drivers/simple-pm-bus/unbind"
+        ));
+    }
+
+    #[test]
+    fn a_disabled_node_is_enabled_by_the_overlay_its_kernel_expects() {
+        let node = |path: &str| DtNode {
+            path: path.into(),
+            compatible: vec!["arm,mali-valhall-csf".into()],
+            status: Some("disabled".into()),
+        };
+        super::super::with_boltzmann(&mainline_with_firmware(), |ctx| {
+            let mainline = enable_node_fix(ctx, &node("/gpu@fb000000"));
+            assert!(mainline.starts_with("enable &gpu"), "{mainline}");
+            assert!(mainline.ends_with(&ctx.setup("gpu-overlay")));
+            let bsp = enable_node_fix(ctx, &node("/gpu-panthor@fb000000"));
+            assert_eq!(bsp, vendor_switch_fix(ctx));
+        });
+    }
 }

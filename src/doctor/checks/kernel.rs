@@ -4,8 +4,8 @@
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
 use crate::host::sysfs::KBASE_MODULES;
-use crate::inventory::Inventory;
-use crate::kernelcfg::{self, KernelConfig, KernelVersion};
+use crate::inventory::{Inventory, KernelFacts};
+use crate::kernelcfg::{self, KernelConfig, KernelVersion, Unmet};
 use crate::profile::Profile;
 
 const ID: &str = "kernel";
@@ -62,15 +62,41 @@ pub fn check(ctx: &Context) -> Finding {
     if let Some(f) = super::needs_profile(ctx, ID) {
         return f;
     }
-    let inv = ctx.inv;
-    let k = &inv.kernel;
-    let mut ev = Vec::new();
-    ev.push(format!(
+    let k = &ctx.inv.kernel;
+    let mut ev = evidence(ctx);
+    let release = k.release.clone().unwrap_or_default();
+    if let Some(f) = not_mainline(ctx, &release) {
+        return f.evidence(ev);
+    }
+    let unmet = unmet_options(k);
+    ev.extend(
+        unmet
+            .iter()
+            .map(|u| format!("unmet: {}", describe_unmet(u))),
+    );
+    if let Some(f) = config_misses(ctx, &release, &unmet) {
+        return f.evidence(ev);
+    }
+    let panthor = k.config.as_ref().map(|c| c.get("CONFIG_DRM_PANTHOR"));
+    if panthor == Some("y") {
+        ev.push("panthor is built in: it probes before / is mounted, so its firmware must be in the initramfs (see firmware)".into());
+    }
+    let how = match panthor {
+        Some("y") => ", panthor built in",
+        Some("m") => ", panthor as a module",
+        _ => "",
+    };
+    Finding::pass(ID, format!("mainline {release}{how}")).evidence(ev)
+}
+
+fn evidence(ctx: &Context) -> Vec<String> {
+    let k = &ctx.inv.kernel;
+    let mut ev = vec![format!(
         "release: {}",
         k.release
             .as_deref()
             .unwrap_or("(proc/sys/kernel/osrelease unreadable)")
-    ));
+    )];
     if !k.modules.is_empty() {
         ev.push(format!("/sys/module: {}", k.modules.join(", ")));
     }
@@ -83,103 +109,97 @@ pub fn check(ctx: &Context) -> Finding {
             m.release
         ));
     }
-    let config_unmet = k.config.as_ref().map(|c| {
-        ev.push(format!(
+    ev.push(match &k.config {
+        Some(c) => format!(
             "config: {} (CONFIG_DRM_PANTHOR={})",
             c.source,
             c.get("CONFIG_DRM_PANTHOR")
-        ));
-        let cfg = KernelConfig {
-            options: c.options.clone(),
-        };
-        kernelcfg::unmet(&KernelConfig::parse(kernelcfg::PANTHOR_FRAGMENT), &cfg)
+        ),
+        None => "config: not readable (no /proc/config.gz or /boot/config-<release>)".into(),
     });
-    if k.config.is_none() {
-        ev.push("config: not readable (no /proc/config.gz or /boot/config-<release>)".into());
-    }
-    let release = k.release.clone().unwrap_or_default();
-    let panthor_bound = inv
-        .gpu
-        .panthor_device()
-        .is_some_and(|d| d.driver.as_deref() == Some("panthor"));
+    ev
+}
 
-    match kernel_kind(inv, ctx.profile) {
+/// Every kernel that is not a panthor-capable mainline one, judged by its kind.
+fn not_mainline(ctx: &Context, release: &str) -> Option<Finding> {
+    let inv = ctx.inv;
+    let finding = match kernel_kind(inv, ctx.profile) {
+        KernelKind::Mainline => return None,
         KernelKind::Unknown => {
-            return Finding::warn(
-                ID,
-                "cannot tell which kernel runs (release unreadable or not a version)",
+            return Some(
+                Finding::warn(
+                    ID,
+                    "cannot tell which kernel runs (release unreadable or not a version)",
+                )
+                .fix("check that /proc is mounted; `uname -r` shows the release"),
             )
-            .evidence(ev)
-            .fix("check that /proc is mounted; `uname -r` shows the release")
         }
-        KernelKind::Vendor if panthor_bound => {
-            return Finding::warn(
-                ID,
-                format!(
+        // A BSP kernel with panthor backported can drive the GPU: a warning, not a failure.
+        KernelKind::Vendor if panthor_bound(inv) => Finding::warn(
+            ID,
+            format!(
                 "vendor BSP kernel {release} with panthor bound; rvl supports the mainline kernel"
             ),
-            )
-            .evidence(ev)
-            .fix(mainline_fix(ctx))
-        }
-        KernelKind::Vendor => {
-            return Finding::fail(
-                ID,
-                format!("vendor BSP kernel {release}: kbase, not panthor"),
-            )
-            .evidence(ev)
-            .fix(mainline_fix(ctx))
-        }
-        KernelKind::TooOld => {
-            return Finding::fail(
-                ID,
-                format!(
-                    "kernel {release} is older than panthor (mainline ≥ {})",
-                    ctx.profile
-                        .map(|p| p.kernel.min_mainline.as_str())
-                        .unwrap_or("6.10")
-                ),
-            )
-            .evidence(ev)
-            .fix(mainline_fix(ctx))
-        }
-        KernelKind::Mainline => {}
-    }
-    let unmet = config_unmet.unwrap_or_default();
-    let detail: Vec<String> = unmet
-        .iter()
-        .map(|u| {
-            format!(
-                "{}={} (needs {})",
-                u.option,
-                u.actual,
-                if u.wanted == "m" { "m or y" } else { &u.wanted }
-            )
-        })
-        .collect();
-    ev.extend(detail.iter().map(|d| format!("unmet: {d}")));
-    if unmet.iter().any(|u| u.option == "CONFIG_DRM_PANTHOR") {
-        return Finding::fail(
+        ),
+        KernelKind::Vendor => Finding::fail(
             ID,
-            format!("kernel {release} is built without panthor (CONFIG_DRM_PANTHOR not set)"),
-        )
-        .evidence(ev)
-        .fix(mainline_fix(ctx));
-    }
-    if !unmet.is_empty() {
-        return Finding::warn(ID, format!("mainline {release}, but its config misses {}", detail.join(", ")))
-            .evidence(ev)
-            .fix("rebuild the kernel with kernel/panthor.config merged (scripts/kconfig/merge_config.sh)");
-    }
-    if k.config.as_ref().map(|c| c.get("CONFIG_DRM_PANTHOR")) == Some("y") {
-        ev.push("panthor is built in: it probes before / is mounted, so its firmware must be in the initramfs (see firmware)".into());
-    }
-    let how = match k.config.as_ref().map(|c| c.get("CONFIG_DRM_PANTHOR")) {
-        Some("y") => ", panthor built in",
-        Some("m") => ", panthor as a module",
-        _ => "",
+            format!("vendor BSP kernel {release}: kbase, not panthor"),
+        ),
+        KernelKind::TooOld => Finding::fail(
+            ID,
+            format!(
+                "kernel {release} is older than panthor (mainline ≥ {})",
+                ctx.profile
+                    .map(|p| p.kernel.min_mainline.as_str())
+                    .unwrap_or("6.10")
+            ),
+        ),
     };
-    Finding::pass(ID, format!("mainline {release}{how}")).evidence(ev)
+    Some(finding.fix(mainline_fix(ctx)))
+}
+
+fn panthor_bound(inv: &Inventory) -> bool {
+    inv.gpu
+        .panthor_device()
+        .is_some_and(|d| d.driver.as_deref() == Some("panthor"))
+}
+
+/// What the running config lacks from kernel/panthor.config; nothing when it is unreadable.
+fn unmet_options(k: &KernelFacts) -> Vec<Unmet> {
+    let Some(c) = &k.config else {
+        return Vec::new();
+    };
+    let cfg = KernelConfig {
+        options: c.options.clone(),
+    };
+    kernelcfg::unmet(&KernelConfig::parse(kernelcfg::PANTHOR_FRAGMENT), &cfg)
+}
+
+fn describe_unmet(u: &Unmet) -> String {
+    let needs = if u.wanted == "m" { "m or y" } else { &u.wanted };
+    format!("{}={} (needs {needs})", u.option, u.actual)
+}
+
+/// Without CONFIG_DRM_PANTHOR there is no driver at all; any other missing option only
+/// degrades it, so that is a warning.
+fn config_misses(ctx: &Context, release: &str, unmet: &[Unmet]) -> Option<Finding> {
+    if unmet.iter().any(|u| u.option == "CONFIG_DRM_PANTHOR") {
+        return Some(
+            Finding::fail(
+                ID,
+                format!("kernel {release} is built without panthor (CONFIG_DRM_PANTHOR not set)"),
+            )
+            .fix(mainline_fix(ctx)),
+        );
+    }
+    if unmet.is_empty() {
+        return None;
+    }
+    let detail: Vec<String> = unmet.iter().map(describe_unmet).collect();
+    Some(
+        Finding::warn(ID, format!("mainline {release}, but its config misses {}", detail.join(", ")))
+            .fix("rebuild the kernel with kernel/panthor.config merged (scripts/kconfig/merge_config.sh)"),
+    )
 }
 
 /// Whether a kernel release (not necessarily the running one) is a panthor-capable mainline
@@ -205,4 +225,69 @@ fn is_known_vendor_release(release: &str, profile: Option<&Profile>) -> bool {
     profile
         .and_then(|p| p.kernel.vendor.as_ref())
         .is_some_and(|v| v.release == release)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::finding::Status;
+
+    fn unmet(option: &str, wanted: &str) -> Unmet {
+        Unmet {
+            option: option.into(),
+            wanted: wanted.into(),
+            actual: "n".into(),
+        }
+    }
+
+    #[test]
+    fn a_module_option_is_also_met_built_in() {
+        assert_eq!(
+            describe_unmet(&unmet("CONFIG_DRM", "m")),
+            "CONFIG_DRM=n (needs m or y)"
+        );
+        assert_eq!(
+            describe_unmet(&unmet("CONFIG_PM_DEVFREQ", "y")),
+            "CONFIG_PM_DEVFREQ=n (needs y)"
+        );
+    }
+
+    #[test]
+    fn only_a_missing_panthor_option_fails_the_config() {
+        super::super::with_boltzmann(&Inventory::default(), |ctx| {
+            assert_eq!(config_misses(ctx, "7.0.0", &[]), None);
+            let f = config_misses(ctx, "7.0.0", &[unmet("CONFIG_PM_DEVFREQ", "y")]).unwrap();
+            assert_eq!(f.status, Status::Warn);
+            assert!(f.summary.ends_with("misses CONFIG_PM_DEVFREQ=n (needs y)"));
+            let both = [
+                unmet("CONFIG_PM_DEVFREQ", "y"),
+                unmet("CONFIG_DRM_PANTHOR", "m"),
+            ];
+            assert_eq!(
+                config_misses(ctx, "7.0.0", &both).unwrap().status,
+                Status::Fail
+            );
+        });
+    }
+
+    #[test]
+    fn old_and_unreadable_kernels_are_not_mainline() {
+        let mut inv = Inventory::default();
+        let judged = |inv: &Inventory| {
+            let release = inv.kernel.release.clone().unwrap_or_default();
+            super::super::with_boltzmann(inv, |ctx| not_mainline(ctx, &release))
+                .map(|f| (f.status, f.summary))
+        };
+        assert_eq!(judged(&inv).unwrap().0, Status::Warn, "no release");
+        inv.kernel.release = Some("6.6.30".into());
+        assert_eq!(
+            judged(&inv),
+            Some((
+                Status::Fail,
+                "kernel 6.6.30 is older than panthor (mainline ≥ 6.10)".into()
+            ))
+        );
+        inv.kernel.release = Some("6.12.0".into());
+        assert_eq!(judged(&inv), None);
+    }
 }

@@ -78,6 +78,20 @@ pub(crate) fn needs_profile(ctx: &Context, id: &str) -> Option<Finding> {
         .then(|| Finding::skip(id, "not an RK3588 board (see board)"))
 }
 
+/// A check's stages under test see the boltzmann profile and the built-in manifest.
+#[cfg(test)]
+fn with_boltzmann<R>(inv: &crate::inventory::Inventory, f: impl FnOnce(&Context) -> R) -> R {
+    let profiles = crate::profile::Profiles::builtin().unwrap();
+    let manifest = crate::manifest::Manifest::builtin();
+    f(&Context {
+        inv,
+        profile: profiles.by_id("boltzmann"),
+        source: None,
+        manifest: &manifest,
+        no_vulkan: true,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     //! The live-only branches, fed with hand-made facts (no machine needed).
