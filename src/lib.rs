@@ -20,3 +20,4 @@ pub mod output;
 pub mod profile;
 pub mod settings;
 pub mod setup;
+pub mod vulkan;

@@ -6,7 +6,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn vulkan_present() -> bool {
-    match rvl::bench::vk::Instance::load() {
+    match rvl::vulkan::Instance::load() {
         Ok(_) => true,
         Err(e) => {
             if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {

@@ -6,7 +6,7 @@ use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
-use rvl::bench::vk::{pick_device, Gpu, Instance};
+use rvl::vulkan::{pick_device, Gpu, Instance};
 
 fn instance() -> Option<Instance> {
     match Instance::load() {

@@ -5,7 +5,7 @@
 
 use ash::vk;
 
-use super::vk::error::{parse_result, VkError};
+use crate::vulkan::error::{parse_result, VkError};
 
 pub const ENV: &str = "RVL_BENCH_INJECT_FAILURE";
 

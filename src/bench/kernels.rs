@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::vk::DeviceInfo;
+use crate::vulkan::DeviceInfo;
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -559,7 +559,7 @@ mod tests {
     }
 
     fn mali() -> DeviceInfo {
-        let mut dev = crate::bench::vk::device::tests_support::device(
+        let mut dev = crate::vulkan::device::tests_support::device(
             "Mali-G610 MC4",
             "integrated",
             "MESA_PANVK",

@@ -23,12 +23,12 @@ pub mod report;
 pub mod runner;
 pub mod spill;
 pub mod sweep;
-pub mod vk;
 
 use std::collections::HashMap;
 
 use crate::host::Root;
 use crate::output::{self, Style};
+use crate::vulkan as vk;
 use crate::{cli, error, exit};
 
 use kernels::Precision;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::kernels::{self, Precision, PROBE_SPILL};
 use super::runner::Bound;
 use super::spill::{self, KernelDiagnostics};
-use super::vk::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
+use crate::vulkan::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
 use crate::output::Style;
 
 /// At most this many command buffers per kernel (~10-20 alive is what breaks llama.cpp).

@@ -11,7 +11,7 @@ use super::model::Model;
 use super::peak::Peak;
 use super::plan::Size;
 use super::spill::KernelDiagnostics;
-use super::vk::{DeviceInfo, VkError};
+use crate::vulkan::{DeviceInfo, VkError};
 
 pub const PROMPT_TOKENS: u32 = 5000;
 pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: attention, \

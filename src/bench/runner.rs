@@ -10,7 +10,7 @@ use ash::vk;
 
 use super::inject::Injector;
 use super::kernels::KernelSpec;
-use super::vk::{one_shot, submit_and_wait, Buffer, Call, Gpu, Layouts, Pipeline, VkError};
+use crate::vulkan::{one_shot, submit_and_wait, Buffer, Call, Gpu, Layouts, Pipeline, VkError};
 
 /// A GEMM bound to device buffers.
 #[derive(Debug, Clone, Copy)]
