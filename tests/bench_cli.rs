@@ -6,7 +6,11 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 fn vulkan_present() -> bool {
-    match rvl::vulkan::Instance::load() {
+    let opts = rvl::vulkan::LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    match rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None)) {
         Ok(_) => true,
         Err(e) => {
             if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {

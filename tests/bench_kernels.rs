@@ -6,10 +6,14 @@ use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
-use rvl::vulkan::{pick_device, Gpu, Instance};
+use rvl::vulkan::{pick_device, Gpu, Instance, LoadOptions};
 
 fn instance() -> Option<Instance> {
-    match Instance::load() {
+    let opts = LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    match Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
         Ok(i) => Some(i),
         Err(e) => {
             if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {

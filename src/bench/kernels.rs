@@ -559,11 +559,8 @@ mod tests {
     }
 
     fn mali() -> DeviceInfo {
-        let mut dev = crate::vulkan::device::tests_support::device(
-            "Mali-G610 MC4",
-            "integrated",
-            "MESA_PANVK",
-        );
+        let mut dev =
+            crate::vulkan::info::tests_support::device("Mali-G610 MC4", "integrated", "MESA_PANVK");
         dev.fp16 = true;
         dev.int8_dot = true;
         dev.max_shared_memory = 32 * 1024;

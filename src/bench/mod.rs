@@ -49,17 +49,12 @@ pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
     };
     let progress = true;
 
-    let instance = vk::Instance::load()?;
-    let index = vk::pick_device(&instance.devices, args.device.as_deref()).map_err(|e| {
-        error::fail(
-            if args.device.is_some() {
-                exit::USAGE
-            } else {
-                exit::NO_VULKAN
-            },
-            e,
-        )
+    let library = std::env::var_os("RVL_VULKAN_LIBRARY").map(std::path::PathBuf::from);
+    let instance = vk::Instance::load(&vk::LoadOptions {
+        library: library.as_deref(),
+        app: c"rvl smoke-bench",
     })?;
+    let index = instance.choose(args.device.as_deref())?;
     let gpu = vk::Gpu::open(&instance, index).map_err(|e| {
         error::fail(
             exit::NO_VULKAN,

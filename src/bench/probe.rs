@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::kernels::{self, Precision, PROBE_SPILL};
 use super::runner::Bound;
 use super::spill::{self, KernelDiagnostics};
-use crate::vulkan::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
 use crate::output::Style;
+use crate::vulkan::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
 
 /// At most this many command buffers per kernel (~10-20 alive is what breaks llama.cpp).
 pub const MAX_COMMAND_BUFFERS: usize = 64;

@@ -133,7 +133,7 @@ impl<'g> Runner<'g> {
     }
 
     fn ticks_to_s(&self, ticks: u64) -> f64 {
-        let period = f64::from(self.gpu.info.timestamp_period_ns.unwrap_or(1.0));
+        let period = f64::from(self.gpu.info.tick_ns().unwrap_or(1.0));
         ticks as f64 * period * 1e-9
     }
 

@@ -142,11 +142,8 @@ mod tests {
 
     #[test]
     fn panvk_kernels_get_a_prediction_with_its_source() {
-        let mut dev = crate::vulkan::device::tests_support::device(
-            "Mali-G610",
-            "integrated-gpu",
-            "MESA_PANVK",
-        );
+        let mut dev =
+            crate::vulkan::info::tests_support::device("Mali-G610", "integrated-gpu", "MESA_PANVK");
         let d = diagnose(
             &dev,
             "fp32",

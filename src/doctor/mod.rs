@@ -43,6 +43,9 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
                 .unwrap_or(DEFAULT_FIRMWARE),
             live: true,
             vulkan: wants_vulkan,
+            // The system loader, as before; RVL_VULKAN_LIBRARY reaches doctor once it gets
+            // the Settings (settings.vars.vulkan_library).
+            vulkan_library: None,
         },
     );
     let ctx = Context {
