@@ -12,13 +12,13 @@ use super::instance::Instance;
 /// An opened device with one compute queue.
 pub struct Gpu {
     pub info: DeviceInfo,
-    pub device: ash::Device,
-    pub queue: vk::Queue,
-    pub memory: vk::PhysicalDeviceMemoryProperties,
-    pub exec_props: Option<ash::khr::pipeline_executable_properties::Device>,
-    pub command_pool: vk::CommandPool,
+    pub(super) device: ash::Device,
+    pub(super) queue: vk::Queue,
+    pub(super) memory: vk::PhysicalDeviceMemoryProperties,
+    pub(super) exec_props: Option<ash::khr::pipeline_executable_properties::Device>,
+    pub(super) command_pool: vk::CommandPool,
     /// Map device memory directly (UMA / CPU devices) instead of staging through host memory.
-    pub direct_map: bool,
+    pub(super) direct_map: bool,
 }
 
 impl Gpu {

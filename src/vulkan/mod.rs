@@ -10,10 +10,12 @@
 //! | [`instance`] | loading libvulkan, the instance, listing devices |
 //! | [`describe`] | the one function that fills a [`DeviceInfo`] |
 //! | [`device`] | [`Gpu`]: an opened device with a compute queue |
-//! | [`buffer`] | storage buffers, one-shot submissions |
+//! | [`buffer`] | storage buffers (mapped on UMA/CPU devices, staged on discrete GPUs) |
 //! | [`pipeline`] | layouts, specialised compute pipelines, statistics |
+//! | [`command`] | command buffers, recording, timestamp queries, submission |
 
 pub mod buffer;
+pub mod command;
 pub mod describe;
 pub mod device;
 pub mod error;
@@ -21,12 +23,15 @@ pub mod info;
 pub mod instance;
 pub mod pipeline;
 
-pub use buffer::{one_shot, submit_and_wait, Buffer};
+pub use buffer::Buffer;
+pub use command::{
+    one_shot, BufferHandle, CommandBuffers, DescriptorSet, Dispatch, QueryPool, Recording,
+};
 pub use device::Gpu;
 pub use error::{Call, VkError};
 pub use info::{pick_device, DeviceInfo, ShaderCores, VulkanProbe};
 pub use instance::{Instance, LoadOptions};
-pub use pipeline::{Layouts, Pipeline, Statistic};
+pub use pipeline::{Layouts, Pipeline, PipelineHandle, Statistic};
 
 use std::path::Path;
 
