@@ -21,14 +21,14 @@ fn main() {
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish_code(verb, json, doctor::run(args)),
         cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
-        cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
+        cli::Command::SmokeBench(args) => {
+            finish(verb, json, &settings, bench::run(args, &settings))
+        }
     };
-    let _ = &settings;
     std::process::exit(code);
 }
 
 /// Print a verb's outcome, as text or in the JSON envelope, and return its exit status.
-#[allow(dead_code)]
 fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Result<O>) -> i32 {
     match r {
         Ok(outcome) => {

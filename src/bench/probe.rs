@@ -52,7 +52,6 @@ pub struct ProbeRun {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeResult {
-    pub schema_version: u32,
     pub device: String,
     pub driver: String,
     pub runs: Vec<ProbeRun>,
@@ -112,7 +111,6 @@ pub fn run(gpu: &Gpu, progress: bool) -> Result<ProbeResult, VkError> {
         });
     }
     Ok(ProbeResult {
-        schema_version: crate::output::SCHEMA_VERSION,
         device: gpu.info.name.clone(),
         driver: format!("{} {}", gpu.info.driver_name, gpu.info.driver_info),
         runs,
