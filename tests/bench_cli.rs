@@ -1,6 +1,7 @@
 //! `rvl smoke-bench` end to end: the no-Vulkan errors, the JSON document, an injected driver
 //! failure that is reported while the sweep goes on, save/compare, and --probe-limits.
 //! Runs on the "tiny" preset so lavapipe on two cores finishes in seconds.
+#![cfg(feature = "bench")]
 
 use assert_cmd::Command;
 use serde_json::Value;

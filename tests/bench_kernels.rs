@@ -1,6 +1,7 @@
 //! Every GEMM kernel variant, on lavapipe (or whatever Vulkan device is present), against the
 //! f64 reference on every output entry, for shapes that are and are not multiples of the tiles.
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
+#![cfg(feature = "bench")]
 
 use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};

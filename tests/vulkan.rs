@@ -1,6 +1,7 @@
 //! One Vulkan layer: doctor's inventory and smoke-bench describe the lavapipe device (or
 //! whatever Vulkan device is present) identically, through the library and through the CLI.
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the tests instead of skipping them.
+#![cfg(feature = "bench")]
 
 use assert_cmd::Command;
 use serde_json::Value;

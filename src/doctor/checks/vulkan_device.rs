@@ -58,6 +58,9 @@ pub fn check(ctx: &Context) -> Finding {
     if let Some(why) = ctx.not_live_reason() {
         return Finding::skip(ID, why);
     }
+    if let Some(why) = crate::vulkan::UNAVAILABLE {
+        return Finding::skip(ID, why);
+    }
     let Some(probe) = &ctx.inv.live_facts.vulkan else {
         return Finding::skip(ID, "the Vulkan probe did not run");
     };
