@@ -45,9 +45,8 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
                 .unwrap_or(DEFAULT_FIRMWARE),
             live: true,
             vulkan: wants_vulkan,
-            // The system loader, as before; RVL_VULKAN_LIBRARY reaches doctor once it gets
-            // the Settings (settings.vars.vulkan_library).
-            vulkan_library: None,
+            // The loader smoke-bench uses too (RVL_VULKAN_LIBRARY when set).
+            vulkan_library: settings.vars.vulkan_library.as_deref(),
         },
     );
     let ctx = Context {
