@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::exit;
 use crate::fetch::FetchError;
+use crate::vulkan::error::VkError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -78,9 +79,21 @@ pub enum Error {
     #[error("{0}")]
     RollbackIncomplete(String),
 
+    /// The chosen Vulkan device could not be opened or set up for compute.
+    #[error("{context}")]
+    DeviceUnusable {
+        context: String,
+        #[source]
+        source: VkError,
+    },
+
     /// A Vulkan call failed outside the sweep (where failures are results, not errors).
-    #[error("{0}")]
-    Vulkan(String),
+    #[error("{context}")]
+    Vulkan {
+        context: String,
+        #[source]
+        source: VkError,
+    },
 
     /// A bug: an invariant rvl relies on does not hold.
     #[error("internal error: {0}")]
@@ -103,9 +116,9 @@ impl Error {
             Error::Unsupported(_) => exit::UNSUPPORTED,
             Error::Fetch(_) => exit::DOWNLOAD,
             Error::Locked(_) => exit::LOCKED,
-            Error::NoVulkan(_) => exit::NO_VULKAN,
+            Error::NoVulkan(_) | Error::DeviceUnusable { .. } => exit::NO_VULKAN,
             Error::NotConfirmed(_) => exit::NOT_CONFIRMED,
-            Error::StepFailed(_) | Error::Vulkan(_) => exit::PROBLEMS,
+            Error::StepFailed(_) | Error::Vulkan { .. } => exit::PROBLEMS,
             Error::RollbackIncomplete(_) => exit::ROLLBACK_INCOMPLETE,
             Error::Internal(_) => exit::INTERNAL,
         }
@@ -124,11 +137,11 @@ impl Error {
             Error::Io { .. } => "io",
             Error::Fetch(_) => "download",
             Error::Locked(_) => "locked",
-            Error::NoVulkan(_) => "no-vulkan",
+            Error::NoVulkan(_) | Error::DeviceUnusable { .. } => "no-vulkan",
             Error::NotConfirmed(_) => "not-confirmed",
             Error::StepFailed(_) => "step-failed",
             Error::RollbackIncomplete(_) => "rollback-incomplete",
-            Error::Vulkan(_) => "vulkan",
+            Error::Vulkan { .. } => "vulkan",
             Error::Internal(_) => "internal",
         }
     }

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::firmware::FirmwareFacts;
 use crate::host::devicetree::DeviceTree;
 use crate::host::env::Env;
-use crate::host::live::LiveFacts;
 use crate::host::sysfs::{PlatformGpu, RenderNode};
 use crate::icd::IcdFacts;
+use crate::vulkan::info::VulkanProbe;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
@@ -133,4 +133,47 @@ pub struct ArmbianFacts {
     /// Target of the `/boot/Image` link, and the release it names.
     pub image: Option<String>,
     pub image_release: Option<String>,
+}
+
+/// Facts only the running system gives (see [`crate::host::live`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveFacts {
+    /// Present only when the live probes ran.
+    pub user: Option<UserFacts>,
+    pub render: Vec<RenderAccess>,
+    pub xdg_runtime_dir: Option<XdgFacts>,
+    /// Present only when the Vulkan probe ran.
+    pub vulkan: Option<VulkanProbe>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserFacts {
+    pub euid: u32,
+    /// Effective and supplementary group ids.
+    pub groups: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderAccess {
+    /// "/dev/dri/renderD128".
+    pub dev_path: String,
+    /// Driver name DRM_IOCTL_VERSION returned.
+    pub ioctl_driver: Option<String>,
+    pub ioctl_error: Option<String>,
+    pub mode: Option<u32>,
+    pub gid: Option<u32>,
+    /// Group name of `gid` from /etc/group.
+    pub group: Option<String>,
+    /// `access(R_OK | W_OK)` succeeded for this user.
+    pub read_write: bool,
+    pub access_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdgFacts {
+    pub path: String,
+    pub exists: bool,
+    pub is_dir: bool,
+    pub owner: Option<u32>,
+    pub mode: Option<u32>,
 }

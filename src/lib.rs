@@ -2,6 +2,8 @@
 //! integration tests use them directly where running the binary would not reach (kernels,
 //! parsers, the fetch client).
 
+// Without the `bench` feature, a stand-in whose `run` says the binary was built without it.
+#[cfg_attr(not(feature = "bench"), path = "bench_disabled.rs")]
 pub mod bench;
 pub mod bootcfg;
 pub mod cli;
@@ -20,3 +22,4 @@ pub mod output;
 pub mod profile;
 pub mod settings;
 pub mod setup;
+pub mod vulkan;

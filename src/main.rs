@@ -23,7 +23,9 @@ fn main() {
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish(verb, json, &settings, doctor::run(args, &settings)),
         cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
-        cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
+        cli::Command::SmokeBench(args) => {
+            finish(verb, json, &settings, bench::run(args, &settings))
+        }
     };
     std::process::exit(code);
 }

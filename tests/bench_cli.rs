@@ -1,12 +1,17 @@
 //! `rvl smoke-bench` end to end: the no-Vulkan errors, the JSON document, an injected driver
 //! failure that is reported while the sweep goes on, save/compare, and --probe-limits.
 //! Runs on the "tiny" preset so lavapipe on two cores finishes in seconds.
+#![cfg(feature = "bench")]
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 fn vulkan_present() -> bool {
-    match rvl::bench::vk::Instance::load() {
+    let opts = rvl::vulkan::LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    match rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None)) {
         Ok(_) => true,
         Err(e) => {
             if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
@@ -26,6 +31,8 @@ fn rvl() -> Command {
     c
 }
 
+/// A tiny quick `--json` run: its exit status, the document (checked to have each key once)
+/// and stderr.
 fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) {
     let mut cmd = rvl();
     cmd.args([
@@ -46,6 +53,19 @@ fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) 
     let stdout = String::from_utf8(out.stdout).unwrap();
     let doc: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON only ({e}): {stdout}"));
+    for key in [
+        "schema_version",
+        "rvl_version",
+        "command",
+        "exit_code",
+        "tool",
+    ] {
+        assert_eq!(
+            stdout.matches(&format!("\n  \"{key}\":")).count(),
+            1,
+            "top-level {key} once: {stdout}"
+        );
+    }
     (
         out.status.code().unwrap(),
         doc,
@@ -115,6 +135,10 @@ fn json_run_has_schema_checks_and_stacks() {
     let (code, doc, stderr) = tiny_json(&["--precision", "fp32,q4_0"], None);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["command"], "smoke-bench");
+    assert_eq!(doc["exit_code"], 0);
+    assert_eq!(doc["rvl_version"], env!("CARGO_PKG_VERSION"));
+    assert!(doc["tool"].as_str().unwrap().starts_with("rvl smoke-bench"));
     assert!(doc["device"]["name"].is_string());
     assert_eq!(doc["model"]["name"], "tiny");
     assert!(doc["peak"][0]["gflops"].as_f64().unwrap() > 0.0);
@@ -137,7 +161,35 @@ fn json_run_has_schema_checks_and_stacks() {
         assert!(best["predicted_tokens_per_s"].as_f64().unwrap() > 0.0);
         assert_eq!(best["dispatches"].as_u64().unwrap() % 5, 0);
     }
-    assert!(stderr.contains("smoke-bench:"), "progress goes to stderr");
+    // Under --json with stderr not a terminal (as here), a script reads the output: no progress.
+    assert!(
+        !stderr.contains("smoke-bench:"),
+        "no progress lines: {stderr}"
+    );
+}
+
+#[test]
+fn human_run_prints_progress_on_stderr() {
+    if !vulkan_present() {
+        return;
+    }
+    let out = rvl()
+        .args([
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--quick",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("smoke-bench: device"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rvl smoke-bench"));
 }
 
 #[test]
@@ -194,8 +246,14 @@ fn save_then_compare() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("before.json");
     let saved_s = saved.to_str().unwrap();
-    let (code, _, stderr) = tiny_json(&["--precision", "fp32", "--save", saved_s], None);
+    let (code, printed, stderr) = tiny_json(&["--precision", "fp32", "--save", saved_s], None);
     assert_eq!(code, 0, "{stderr}");
+    // --save writes the document --json prints (timings aside, which differ run to run).
+    let saved_doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let keys = |d: &Value| d.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&saved_doc), keys(&printed));
+    assert_eq!(saved_doc["command"], "smoke-bench");
+    assert_eq!(saved_doc["devices"], printed["devices"]);
     let (code, doc, stderr) = tiny_json(&["--precision", "fp32", "--compare", saved_s], None);
     assert_eq!(code, 0, "{stderr}");
     let rows = doc["comparison"]["rows"].as_array().unwrap();
@@ -250,6 +308,8 @@ fn probe_limits_is_bounded_and_reports_each_test() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "smoke-bench");
+    assert_eq!(doc["schema_version"], 1);
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(runs[0]["accumulators"], 128);

@@ -1,15 +1,20 @@
 //! Every GEMM kernel variant, on lavapipe (or whatever Vulkan device is present), against the
 //! f64 reference on every output entry, for shapes that are and are not multiples of the tiles.
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
+#![cfg(feature = "bench")]
 
 use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
-use rvl::bench::vk::{pick_device, Gpu, Instance};
+use rvl::vulkan::{pick_device, Gpu, Instance, LoadOptions};
 
 fn instance() -> Option<Instance> {
-    match Instance::load() {
+    let opts = LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    match Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
         Ok(i) => Some(i),
         Err(e) => {
             if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {

@@ -91,3 +91,43 @@ fn doctor_documents_follow_the_schema() {
     assert_eq!(doc["error"]["kind"], "usage");
     assert_eq!(doc["exit_code"], rvl::exit::USAGE);
 }
+
+#[cfg(feature = "bench")]
+#[test]
+fn smoke_bench_documents_follow_the_schema() {
+    let opts = rvl::vulkan::LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    let usable = rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None));
+    if let Err(e) = usable {
+        if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
+            panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
+        }
+        eprintln!("SKIPPED: no Vulkan device ({e:#})");
+        return;
+    }
+    let sweep = checked(
+        &[
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--quick",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(sweep["command"], "smoke-bench");
+    let probe = checked(&["smoke-bench", "--probe-limits", "--json"], &[]);
+    assert!(probe["runs"].is_array());
+    let error = checked(
+        &["smoke-bench", "--json"],
+        &[("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
+    );
+    assert_eq!(error["error"]["kind"], "no-vulkan");
+}

@@ -10,49 +10,38 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::report::Report;
+use crate::error::Error;
 use crate::output::Style;
-use crate::{error, exit};
 
-/// Write the report atomically (temporary file + rename), so a crash never leaves half a file.
-pub fn save(path: &Path, report: &Report) -> anyhow::Result<()> {
+/// Write `doc` (the document `--json` prints) atomically (temporary file + rename), so a crash
+/// never leaves half a file.
+pub fn save(path: &Path, doc: &impl Serialize) -> Result<(), Error> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let fail = |e: std::io::Error| {
-        let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
-            exit::PERMISSION
-        } else {
-            exit::PROBLEMS
-        };
-        error::fail(code, format!("--save {}: {e}", path.display()))
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    serde_json::to_writer_pretty(&mut tmp, report)?;
-    tmp.write_all(b"\n").map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
+    let io = |e: std::io::Error| Error::io("--save", path, e);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    serde_json::to_writer_pretty(&mut tmp, doc).map_err(|e| io(e.into()))?;
+    tmp.write_all(b"\n").map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
 }
 
-/// Read a saved result; anything else is a clear BAD_INPUT error naming the file.
-pub fn load(path: &Path) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        error::fail(
-            exit::BAD_INPUT,
-            format!("--compare {}: {e}", path.display()),
-        )
-    })?;
+/// Read a saved result: the `--json` document of this version (the envelope, whose
+/// `schema_version` and report fields are at the top level) or a file saved by an earlier
+/// one (`schema_version` + the report fields). Anything else is a clear BAD_INPUT error
+/// naming the file.
+pub fn load(path: &Path) -> Result<Value, Error> {
+    let bad = |msg: String| Error::BadInput(format!("--compare {}: {msg}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        error::fail(
-            exit::BAD_INPUT,
-            format!(
-                "--compare {}: not JSON (line {}, column {}): {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ),
-        )
+        bad(format!(
+            "not JSON (line {}, column {}): {e}",
+            e.line(),
+            e.column()
+        ))
     })?;
     let tool_ok = doc
         .get("tool")
@@ -60,24 +49,16 @@ pub fn load(path: &Path) -> anyhow::Result<Value> {
         .is_some_and(|t| t.starts_with("rvl smoke-bench"));
     let version = doc.get("schema_version").and_then(Value::as_u64);
     if !tool_ok || doc.get("ubatches").and_then(Value::as_array).is_none() {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            format!(
-                "--compare {}: not a result saved by rvl smoke-bench --save (expected keys \"tool\", \"schema_version\", \"ubatches\")",
-                path.display()
-            ),
+        return Err(bad(
+            "not a result saved by rvl smoke-bench --save (expected keys \"tool\", \"schema_version\", \"ubatches\")".into(),
         ));
     }
     if version != Some(u64::from(crate::output::SCHEMA_VERSION)) {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            format!(
-                "--compare {}: schema_version {:?}, this rvl reads {}",
-                path.display(),
-                version,
-                crate::output::SCHEMA_VERSION
-            ),
-        ));
+        return Err(bad(format!(
+            "schema_version {:?}, this rvl reads {}",
+            version,
+            crate::output::SCHEMA_VERSION
+        )));
     }
     Ok(doc)
 }
@@ -219,6 +200,7 @@ pub fn render(c: &Comparison, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit;
 
     #[test]
     fn load_rejects_foreign_and_malformed_files_clearly() {
@@ -226,7 +208,7 @@ mod tests {
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, "{\n \"a\": 1,\n oops\n}").unwrap();
         let e = load(&bad).unwrap_err();
-        assert_eq!(error::exit_code_of(&e), exit::BAD_INPUT);
+        assert_eq!(e.exit_code(), exit::BAD_INPUT);
         assert!(e.to_string().contains("line 3"), "{e}");
         let other = dir.path().join("other.json");
         std::fs::write(&other, "{\"schema_version\": 1}").unwrap();
@@ -247,6 +229,32 @@ mod tests {
             .to_string()
             .contains("schema_version Some(99)"));
         let e = load(&dir.path().join("missing.json")).unwrap_err();
-        assert_eq!(error::exit_code_of(&e), exit::BAD_INPUT);
+        assert_eq!(e.exit_code(), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn load_reads_the_envelope_and_the_previous_format() {
+        let dir = tempfile::tempdir().unwrap();
+        // This version: the envelope, with the report's fields flattened into it.
+        let now = dir.path().join("now.json");
+        std::fs::write(
+            &now,
+            r#"{"schema_version": 1, "rvl_version": "0.1.0", "command": "smoke-bench",
+                "exit_code": 0, "tool": "rvl smoke-bench 0.1.0", "device": {"name": "x"},
+                "ubatches": [{"ubatch": 8, "stacks": []}]}"#,
+        )
+        .unwrap();
+        let doc = load(&now).unwrap();
+        assert_eq!(doc["ubatches"][0]["ubatch"], 8);
+        // The previous version: schema_version first, then the report, no envelope fields.
+        let old = dir.path().join("old.json");
+        std::fs::write(
+            &old,
+            r#"{"schema_version": 1, "tool": "rvl smoke-bench 0.1.0", "device": {"name": "y"},
+                "ubatches": [{"ubatch": 16, "stacks": []}]}"#,
+        )
+        .unwrap();
+        let doc = load(&old).unwrap();
+        assert_eq!(doc["device"]["name"], "y");
     }
 }

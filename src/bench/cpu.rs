@@ -16,12 +16,10 @@ pub struct CpuLayer {
     pub gflops: f64,
 }
 
-/// Threads matrixmultiply will use: `MATMUL_NUM_THREADS`, else the CPU count, at most 4.
-pub fn threads() -> usize {
-    if let Some(n) = std::env::var("MATMUL_NUM_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
+/// Threads matrixmultiply will use: `MATMUL_NUM_THREADS` (`setting`, read once into the
+/// Settings; matrixmultiply reads the same variable itself), else the CPU count, at most 4.
+pub fn threads(setting: Option<&str>) -> usize {
+    if let Some(n) = setting.and_then(|v| v.trim().parse::<usize>().ok()) {
         return n.clamp(1, 4);
     }
     std::thread::available_parallelism()
@@ -54,8 +52,9 @@ pub fn sgemm_nt(m: usize, n: usize, k: usize, x: &[f32], w: &[f32], c: &mut [f32
     }
 }
 
-/// Time one layer (`gemms`) at `tokens`, `reps` times; report the fastest.
-pub fn measure_layer(gemms: &[Gemm], tokens: u32, reps: usize) -> CpuLayer {
+/// Time one layer (`gemms`) at `tokens`, `reps` times; report the fastest, with the `threads`
+/// matrixmultiply uses (see [`threads`]).
+pub fn measure_layer(gemms: &[Gemm], tokens: u32, reps: usize, threads: usize) -> CpuLayer {
     let m = tokens as usize;
     // Operands per distinct shape, generated once; the output buffer is shared.
     let mut shapes: Vec<(u32, u32)> = gemms.iter().map(|g| (g.k, g.n)).collect();
@@ -88,7 +87,7 @@ pub fn measure_layer(gemms: &[Gemm], tokens: u32, reps: usize) -> CpuLayer {
     }
     let flops: f64 = gemms.iter().map(|g| g.flops(tokens)).sum();
     CpuLayer {
-        threads: threads(),
+        threads,
         seconds_per_layer: best,
         gflops: flops / best / 1e9,
     }

@@ -4,7 +4,7 @@
 use super::kernels::KernelSpec;
 use super::operands::Packed;
 use super::runner::{Bound, Runner};
-use super::vk::{Buffer, Gpu, VkError};
+use crate::vulkan::{Buffer, Gpu, VkError};
 
 /// A packed matrix on the device: its data and, for quantised formats, its scales.
 pub struct DeviceMatrix {

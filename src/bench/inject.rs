@@ -5,7 +5,7 @@
 
 use ash::vk;
 
-use super::vk::error::{parse_result, VkError};
+use crate::vulkan::error::{parse_result, VkError};
 
 pub const ENV: &str = "RVL_BENCH_INJECT_FAILURE";
 
@@ -24,9 +24,10 @@ pub struct Injector {
 }
 
 impl Injector {
-    pub fn from_env() -> Result<Injector, String> {
-        match std::env::var(ENV) {
-            Ok(spec) if !spec.trim().is_empty() => Injector::parse(&spec),
+    /// The rules `RVL_BENCH_INJECT_FAILURE` gives (read once into the Settings); none when unset.
+    pub fn from_setting(spec: Option<&str>) -> Result<Injector, String> {
+        match spec {
+            Some(spec) if !spec.trim().is_empty() => Injector::parse(spec),
             _ => Ok(Injector::default()),
         }
     }

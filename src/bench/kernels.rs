@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::vk::DeviceInfo;
+use crate::vulkan::DeviceInfo;
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -559,11 +559,8 @@ mod tests {
     }
 
     fn mali() -> DeviceInfo {
-        let mut dev = crate::bench::vk::device::tests_support::device(
-            "Mali-G610 MC4",
-            "integrated",
-            "MESA_PANVK",
-        );
+        let mut dev =
+            crate::vulkan::info::tests_support::device("Mali-G610 MC4", "integrated", "MESA_PANVK");
         dev.fp16 = true;
         dev.int8_dot = true;
         dev.max_shared_memory = 32 * 1024;

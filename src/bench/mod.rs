@@ -15,6 +15,7 @@ pub mod inject;
 pub mod kernels;
 pub mod model;
 pub mod operands;
+pub mod outcome;
 pub mod peak;
 pub mod plan;
 pub mod probe;
@@ -23,51 +24,88 @@ pub mod report;
 pub mod runner;
 pub mod spill;
 pub mod sweep;
-pub mod vk;
 
 use std::collections::HashMap;
 
+use serde_json::Value;
+
+use crate::cli;
+use crate::error::Error;
 use crate::host::Root;
-use crate::output::{self, Style};
-use crate::{cli, error, exit};
+use crate::output::Envelope;
+use crate::settings::Settings;
+use crate::vulkan::{Gpu, Instance, LoadOptions};
 
-use kernels::Precision;
+use kernels::{KernelSpec, Precision};
+use peak::Peak;
 use plan::{Plan, Size};
-use report::{CpuResult, ModelInfo, Report};
+use report::{CpuResult, ModelInfo, Report, UbatchResult};
+use runner::Runner;
 
-pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
-    let plan = Plan::from_args(args).map_err(|e| error::fail(exit::USAGE, e))?;
-    let inject = inject::Injector::from_env().map_err(|e| error::fail(exit::USAGE, e))?;
-    let extra_tiles = match std::env::var(kernels::TILES_ENV) {
-        Ok(spec) => kernels::parse_tiles(&spec).map_err(|e| error::fail(exit::USAGE, e))?,
-        Err(_) => Vec::new(),
-    };
-    // Read the comparison baseline first: a bad file is an input error before any device work.
-    let baseline = match &args.compare {
-        Some(path) => Some(compare::load(path)?),
-        None => None,
-    };
-    let progress = true;
+pub use outcome::{BenchOutcome, SweepOutcome};
 
-    let instance = vk::Instance::load()?;
-    let index = vk::pick_device(&instance.devices, args.device.as_deref()).map_err(|e| {
-        error::fail(
-            if args.device.is_some() {
-                exit::USAGE
-            } else {
-                exit::NO_VULKAN
+/// The verb, as the envelope names it.
+const VERB: &str = "smoke-bench";
+
+pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<BenchOutcome> {
+    let inputs = Inputs::read(args, settings)?;
+    let progress = settings.progress(args.json);
+    let instance = load_vulkan(settings)?;
+    let gpu = open_device(&instance, args.device.as_deref(), progress)?;
+    if args.probe_limits {
+        return Ok(BenchOutcome::Limits(probe_limits(&gpu, progress)?));
+    }
+    let report = measure(&inputs, &instance, &gpu, settings, progress)?;
+    let outcome = SweepOutcome {
+        comparison: inputs.baseline.map(|b| compare::compare(&b, &report)),
+        report,
+        saved: None,
+    };
+    Ok(BenchOutcome::Sweep(Box::new(save(outcome, args)?)))
+}
+
+/// Everything read from the flags and settings before any device work, so a bad flag or a
+/// bad `--compare` file is an input error first.
+struct Inputs {
+    plan: Plan,
+    inject: inject::Injector,
+    extra_tiles: Vec<KernelSpec>,
+    /// The `--compare` document.
+    baseline: Option<Value>,
+}
+
+impl Inputs {
+    fn read(args: &cli::BenchArgs, settings: &Settings) -> Result<Inputs, Error> {
+        let vars = &settings.vars;
+        Ok(Inputs {
+            plan: Plan::from_args(args).map_err(Error::Usage)?,
+            inject: inject::Injector::from_setting(vars.bench_inject_failure.as_deref())
+                .map_err(Error::Usage)?,
+            extra_tiles: match &vars.bench_tiles {
+                Some(spec) => kernels::parse_tiles(spec).map_err(Error::Usage)?,
+                None => Vec::new(),
             },
-            e,
-        )
-    })?;
-    let gpu = vk::Gpu::open(&instance, index).map_err(|e| {
-        error::fail(
-            exit::NO_VULKAN,
-            format!(
-                "could not open Vulkan device {index} ({}): {e}",
-                instance.devices[index].name
-            ),
-        )
+            baseline: args.compare.as_deref().map(compare::load).transpose()?,
+        })
+    }
+}
+
+fn load_vulkan(settings: &Settings) -> Result<Instance, Error> {
+    Instance::load(&LoadOptions {
+        library: settings.vars.vulkan_library.as_deref(),
+        app: c"rvl smoke-bench",
+    })
+}
+
+/// Choose (`--device` or the best) and open the device.
+fn open_device(instance: &Instance, wanted: Option<&str>, progress: bool) -> Result<Gpu, Error> {
+    let index = instance.choose(wanted)?;
+    let gpu = Gpu::open(instance, index).map_err(|source| Error::DeviceUnusable {
+        context: format!(
+            "could not open Vulkan device {index} ({})",
+            instance.devices[index].name
+        ),
+        source,
     })?;
     if progress {
         eprintln!(
@@ -75,92 +113,48 @@ pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
             gpu.info.name, gpu.info.driver_name, gpu.info.kind
         );
     }
+    Ok(gpu)
+}
 
-    if args.probe_limits {
-        let result =
-            probe::run(&gpu, progress).map_err(|e| error::fail(exit::PROBLEMS, e.to_string()))?;
-        if args.json {
-            output::print_json(&result)?;
-        } else {
-            print!("{}", probe::render(&result, Style::detect()));
-        }
-        return Ok(exit::OK);
-    }
+fn probe_limits(gpu: &Gpu, progress: bool) -> Result<probe::ProbeResult, Error> {
+    probe::run(gpu, progress).map_err(|source| Error::Vulkan {
+        context: "--probe-limits could not set up its test kernels".into(),
+        source,
+    })
+}
 
-    let mut runner =
-        runner::Runner::new(&gpu).map_err(|e| error::fail(exit::NO_VULKAN, e.to_string()))?;
+/// Peaks, the sweep and the CPU baseline, into a report.
+fn measure(
+    inputs: &Inputs,
+    instance: &Instance,
+    gpu: &Gpu,
+    settings: &Settings,
+    progress: bool,
+) -> Result<Report, Error> {
+    let plan = &inputs.plan;
+    let mut runner = Runner::new(gpu).map_err(|source| Error::DeviceUnusable {
+        context: format!("could not set up compute on {}", gpu.info.name),
+        source,
+    })?;
     let clock = devfreq::read(&Root::system());
-
-    // Peaks: fp32 always, fp16 when the device has it.
-    let peak_s = match plan.size {
-        Size::Quick => 0.05,
-        _ => 0.2,
-    };
-    let mut peaks = Vec::new();
-    let mut peak_map = HashMap::new();
-    // fp16 and int8 are emulated on CPU devices; their peaks are measured there only with --full.
-    for p in [Precision::Fp32, Precision::Fp16, Precision::Int8] {
-        if p.unsupported_reason(&gpu.info).is_some()
-            || (gpu.info.is_cpu() && p != Precision::Fp32 && plan.size != Size::Full)
-        {
-            continue;
-        }
-        if progress {
-            eprintln!("smoke-bench: measuring the {} arithmetic peak", p.name());
-        }
-        let pk = peak::measure(&mut runner, p, peak_s, plan.reps());
-        if let Some(g) = pk.gflops {
-            peak_map.insert(p, g);
-        }
-        peaks.push(pk);
-    }
-
+    let (peaks, peak_map) = measure_peaks(&mut runner, plan, progress);
     let outcome = sweep::run(
         &mut runner,
-        &plan,
-        &inject,
+        plan,
+        &inputs.inject,
         &peak_map,
-        &extra_tiles,
+        &inputs.extra_tiles,
         progress,
     );
-    let mut ubatches = outcome.ubatches;
-    let mut notes = outcome.notes;
-
-    if plan.cpu {
-        let layer = plan.model.layer();
-        for r in &mut ubatches {
-            if progress {
-                eprintln!("smoke-bench: CPU baseline, ubatch {}", r.ubatch);
-            }
-            let reps = if plan.size == Size::Quick { 1 } else { 2 };
-            let l = cpu::measure_layer(&layer, r.ubatch, reps);
-            let (tps, prompt) = report::predict(l.seconds_per_layer, plan.model.layers, r.ubatch);
-            r.gpu_cpu_ratio = r
-                .best_stack()
-                .and_then(|s| s.predicted_tokens_per_s)
-                .map(|g| g / tps);
-            r.cpu = Some(CpuResult {
-                layer: l,
-                predicted_tokens_per_s: tps,
-                prompt_5000_s: prompt,
-            });
-        }
-    }
-    if gpu.info.is_cpu() {
-        notes.push("the chosen Vulkan device is a CPU implementation; it competes with the CPU baseline for the same cores".into());
-    }
-    if ubatches
-        .iter()
-        .flat_map(|u| &u.stacks)
-        .any(|s| s.extrapolated || s.sliced)
-    {
-        notes.push("stacks marked ~ recorded fewer layers (or matrix outputs) than the model has, to fit the run's time; their times are scaled to the whole model".into());
-    }
-    notes.push(report::SCOPE_NOTE.into());
-
     drop(runner);
-    let report = Report {
-        schema_version: output::SCHEMA_VERSION,
+    let mut ubatches = outcome.ubatches;
+    let threads = cpu::threads(settings.vars.matmul_threads.as_deref());
+    if plan.cpu {
+        cpu_baseline(plan, &mut ubatches, threads, progress);
+    }
+    let mut notes = outcome.notes;
+    notes.extend(notes_for(gpu, &ubatches));
+    Ok(Report {
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
         device: gpu.info.clone(),
         devices: instance.devices.clone(),
@@ -173,34 +167,89 @@ pub fn run(args: &cli::BenchArgs) -> anyhow::Result<i32> {
         peak: peaks,
         kernels: outcome.kernels,
         ubatches,
-        cpu_threads: plan.cpu.then(cpu::threads),
+        cpu_threads: plan.cpu.then_some(threads),
         notes,
         problems: outcome.problems,
-    };
-
-    if let Some(path) = &args.save {
-        compare::save(path, &report)?;
-    }
-    let comparison = baseline.map(|b| compare::compare(&b, &report));
-    if args.json {
-        let mut doc = serde_json::to_value(&report)?;
-        if let (Some(c), Some(obj)) = (&comparison, doc.as_object_mut()) {
-            obj.insert("comparison".into(), serde_json::to_value(c)?);
-        }
-        output::print_json(&doc)?;
-    } else {
-        let style = Style::detect();
-        print!("{}", render::render(&report, style));
-        if let Some(c) = &comparison {
-            print!("{}", compare::render(c, style));
-        }
-        if let Some(path) = &args.save {
-            println!("saved: {}", path.display());
-        }
-    }
-    Ok(if report.problems {
-        exit::PROBLEMS
-    } else {
-        exit::OK
     })
+}
+
+/// Arithmetic peaks: fp32 always, fp16 and int8 when the device has them. fp16 and int8 are
+/// emulated on CPU devices; their peaks are measured there only with --full.
+fn measure_peaks(
+    runner: &mut Runner,
+    plan: &Plan,
+    progress: bool,
+) -> (Vec<Peak>, HashMap<Precision, f64>) {
+    let peak_s = match plan.size {
+        Size::Quick => 0.05,
+        _ => 0.2,
+    };
+    let info = runner.gpu.info.clone();
+    let mut peaks = Vec::new();
+    let mut peak_map = HashMap::new();
+    for p in [Precision::Fp32, Precision::Fp16, Precision::Int8] {
+        if p.unsupported_reason(&info).is_some()
+            || (info.is_cpu() && p != Precision::Fp32 && plan.size != Size::Full)
+        {
+            continue;
+        }
+        if progress {
+            eprintln!("smoke-bench: measuring the {} arithmetic peak", p.name());
+        }
+        let pk = peak::measure(runner, p, peak_s, plan.reps());
+        if let Some(g) = pk.gflops {
+            peak_map.insert(p, g);
+        }
+        peaks.push(pk);
+    }
+    (peaks, peak_map)
+}
+
+/// The same layer on the CPU per ubatch, and the GPU/CPU ratio of the best stack.
+fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, progress: bool) {
+    let layer = plan.model.layer();
+    let reps = if plan.size == Size::Quick { 1 } else { 2 };
+    for r in ubatches {
+        if progress {
+            eprintln!("smoke-bench: CPU baseline, ubatch {}", r.ubatch);
+        }
+        let l = cpu::measure_layer(&layer, r.ubatch, reps, threads);
+        let (tps, prompt) = report::predict(l.seconds_per_layer, plan.model.layers, r.ubatch);
+        r.gpu_cpu_ratio = r
+            .best_stack()
+            .and_then(|s| s.predicted_tokens_per_s)
+            .map(|g| g / tps);
+        r.cpu = Some(CpuResult {
+            layer: l,
+            predicted_tokens_per_s: tps,
+            prompt_5000_s: prompt,
+        });
+    }
+}
+
+/// The report's closing notes: what the numbers do and do not say.
+fn notes_for(gpu: &Gpu, ubatches: &[UbatchResult]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if gpu.info.is_cpu() {
+        notes.push("the chosen Vulkan device is a CPU implementation; it competes with the CPU baseline for the same cores".into());
+    }
+    if ubatches
+        .iter()
+        .flat_map(|u| &u.stacks)
+        .any(|s| s.extrapolated || s.sliced)
+    {
+        notes.push("stacks marked ~ recorded fewer layers (or matrix outputs) than the model has, to fit the run's time; their times are scaled to the whole model".into());
+    }
+    notes.push(report::SCOPE_NOTE.into());
+    notes
+}
+
+/// `--save FILE`: the document `--json` prints, envelope included.
+fn save(mut outcome: SweepOutcome, args: &cli::BenchArgs) -> Result<SweepOutcome, Error> {
+    if let Some(path) = &args.save {
+        // The envelope of the Sweep variant: untagged, it serialises as its SweepOutcome.
+        compare::save(path, &Envelope::new(VERB, outcome.exit_code(), &outcome))?;
+        outcome.saved = Some(path.clone());
+    }
+    Ok(outcome)
 }

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::kernels::{self, Precision, PEAK_F16, PEAK_F32, PEAK_INT8};
 use super::runner::{median, Bound, Runner};
-use super::vk::{Buffer, VkError};
+use crate::vulkan::{Buffer, VkError};
 
 /// Operations per invocation per loop iteration: peak.comp 4 unrolled x 8 chains x 4 lanes x
 /// 2 FLOP; peak_int8.comp 4 x 8 x 4 dot products x 8 ops (4 MACs).

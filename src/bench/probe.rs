@@ -8,14 +8,13 @@
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
-use ash::vk;
 use serde::Serialize;
 
 use super::kernels::{self, Precision, PROBE_SPILL};
 use super::runner::Bound;
 use super::spill::{self, KernelDiagnostics};
-use super::vk::{Buffer, Call, Gpu, Layouts, Pipeline, VkError};
 use crate::output::Style;
+use crate::vulkan::{Buffer, CommandBuffers, Dispatch, Gpu, Layouts, Pipeline, VkError};
 
 /// At most this many command buffers per kernel (~10-20 alive is what breaks llama.cpp).
 pub const MAX_COMMAND_BUFFERS: usize = 64;
@@ -53,7 +52,6 @@ pub struct ProbeRun {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeResult {
-    pub schema_version: u32,
     pub device: String,
     pub driver: String,
     pub runs: Vec<ProbeRun>,
@@ -113,41 +111,19 @@ pub fn run(gpu: &Gpu, progress: bool) -> Result<ProbeResult, VkError> {
         });
     }
     Ok(ProbeResult {
-        schema_version: crate::output::SCHEMA_VERSION,
         device: gpu.info.name.clone(),
         driver: format!("{} {}", gpu.info.driver_name, gpu.info.driver_info),
         runs,
     })
 }
 
-fn dispatch(gpu: &Gpu, layouts: &Layouts, pipe: &Pipeline, b: &Bound, cb: vk::CommandBuffer) {
-    // SAFETY: cb is recording; pipeline, layout and set are valid.
-    unsafe {
-        gpu.device
-            .cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipe.pipeline);
-        gpu.device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::COMPUTE,
-            layouts.pipeline_layout,
-            0,
-            &[b.set],
-            &[],
-        );
-        gpu.device.cmd_dispatch(cb, GROUPS, 1, 1);
-    }
-}
-
-fn allocate(gpu: &Gpu, n: u32) -> Result<Vec<vk::CommandBuffer>, VkError> {
-    // SAFETY: plain allocation from the device's pool.
-    unsafe {
-        gpu.device
-            .allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(gpu.command_pool)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(n),
-            )
-            .call("vkAllocateCommandBuffers")
+/// One dispatch of the probe kernel (it reads no push constants).
+fn dispatch(pipe: &Pipeline, b: &Bound) -> Dispatch {
+    Dispatch {
+        pipeline: pipe.handle(),
+        set: b.set,
+        push: None,
+        groups: [GROUPS, 1, 1],
     }
 }
 
@@ -159,7 +135,8 @@ fn record_command_buffers(
     limit: usize,
 ) -> (usize, Option<Failure>, bool) {
     let start = Instant::now();
-    let mut alive: Vec<vk::CommandBuffer> = Vec::new();
+    // Never submitted; all freed together when this goes out of scope.
+    let mut alive: Vec<CommandBuffers> = Vec::new();
     let mut outcome = (0, None, false);
     for i in 0..limit {
         if start.elapsed() > TIME_LIMIT {
@@ -167,16 +144,10 @@ fn record_command_buffers(
             break;
         }
         let step = (|| -> Result<(), VkError> {
-            let cb = allocate(gpu, 1)?[0];
-            alive.push(cb);
-            // SAFETY: cb is new; it is never submitted and is freed below.
-            unsafe {
-                gpu.device
-                    .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-                    .call("vkBeginCommandBuffer")?;
-                dispatch(gpu, layouts, pipe, b, cb);
-                gpu.device.end_command_buffer(cb).call("vkEndCommandBuffer")
-            }
+            alive.push(CommandBuffers::allocate(gpu, 1)?);
+            let mut rec = alive[alive.len() - 1].begin(0)?;
+            rec.dispatch(layouts, &dispatch(pipe, b));
+            rec.end()
         })();
         match step {
             Ok(()) => outcome.0 = i + 1,
@@ -186,8 +157,6 @@ fn record_command_buffers(
             }
         }
     }
-    // SAFETY: none of these command buffers was submitted.
-    unsafe { gpu.device.free_command_buffers(gpu.command_pool, &alive) };
     outcome
 }
 
@@ -198,37 +167,32 @@ fn record_dispatches(
     b: &Bound,
     limit: usize,
 ) -> (usize, Option<Failure>, bool) {
-    let cb = match allocate(gpu, 1) {
-        Ok(c) => c[0],
-        Err(error) => return (0, Some(Failure { at: 1, error }), false),
+    let failed_at_start = |error| (0, Some(Failure { at: 1, error }), false);
+    // Never submitted; freed when this goes out of scope.
+    let cbs = match CommandBuffers::allocate(gpu, 1) {
+        Ok(c) => c,
+        Err(error) => return failed_at_start(error),
     };
     let start = Instant::now();
+    let mut rec = match cbs.begin(0) {
+        Ok(r) => r,
+        Err(error) => return failed_at_start(error),
+    };
     let mut outcome = (0, None, false);
-    // SAFETY: cb is new, never submitted, freed below.
-    unsafe {
-        if let Err(error) = gpu
-            .device
-            .begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default())
-            .call("vkBeginCommandBuffer")
-        {
-            gpu.device.free_command_buffers(gpu.command_pool, &[cb]);
-            return (0, Some(Failure { at: 1, error }), false);
+    let one = dispatch(pipe, b);
+    for i in 0..limit {
+        if start.elapsed() > TIME_LIMIT {
+            outcome.2 = true;
+            break;
         }
-        for i in 0..limit {
-            if start.elapsed() > TIME_LIMIT {
-                outcome.2 = true;
-                break;
-            }
-            dispatch(gpu, layouts, pipe, b, cb);
-            outcome.0 = i + 1;
-        }
-        if let Err(error) = gpu.device.end_command_buffer(cb).call("vkEndCommandBuffer") {
-            outcome.1 = Some(Failure {
-                at: outcome.0,
-                error,
-            });
-        }
-        gpu.device.free_command_buffers(gpu.command_pool, &[cb]);
+        rec.dispatch(layouts, &one);
+        outcome.0 = i + 1;
+    }
+    if let Err(error) = rec.end() {
+        outcome.1 = Some(Failure {
+            at: outcome.0,
+            error,
+        });
     }
     outcome
 }

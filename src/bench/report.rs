@@ -1,4 +1,5 @@
-//! The result of a run, as printed (`render`) and as `--json` / `--save` write it.
+//! The result of a run, as printed (`render`) and as `--json` / `--save` write it (inside the
+//! envelope, which carries `schema_version`).
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,7 @@ use super::model::Model;
 use super::peak::Peak;
 use super::plan::Size;
 use super::spill::KernelDiagnostics;
-use super::vk::{DeviceInfo, VkError};
+use crate::vulkan::{DeviceInfo, VkError};
 
 pub const PROMPT_TOKENS: u32 = 5000;
 pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: attention, \
@@ -19,7 +20,6 @@ pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: 
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
-    pub schema_version: u32,
     pub tool: String,
     pub device: DeviceInfo,
     pub devices: Vec<DeviceInfo>,

@@ -4,13 +4,15 @@
 //! buffers recorded and alive before they are submitted one `vkQueueSubmit` each).
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::time::Instant;
-
-use ash::vk;
 
 use super::inject::Injector;
 use super::kernels::KernelSpec;
-use super::vk::{one_shot, submit_and_wait, Buffer, Call, Gpu, Layouts, Pipeline, VkError};
+use crate::vulkan::{
+    one_shot, Buffer, BufferHandle, CommandBuffers, DescriptorSet, Dispatch, Gpu, Layouts,
+    Pipeline, PipelineHandle, QueryPool, Recording, VkError,
+};
 
 /// A GEMM bound to device buffers.
 #[derive(Debug, Clone, Copy)]
@@ -19,9 +21,9 @@ pub struct Bound {
     pub n: u32,
     pub k: u32,
     pub ldk: u32,
-    pub set: vk::DescriptorSet,
+    pub set: DescriptorSet,
     /// The output buffer (binding 2), cleared before a split-K kernel adds into it.
-    pub out: Option<vk::Buffer>,
+    pub out: Option<BufferHandle>,
 }
 
 /// Times of a stack run: per dispatch (all reps), and the whole stack per rep, in seconds.
@@ -38,8 +40,29 @@ pub struct Runner<'g> {
     pub gpu: &'g Gpu,
     pub layouts: Layouts,
     pipelines: HashMap<String, Pipeline>,
-    query_pool: vk::QueryPool,
-    query_capacity: u32,
+    queries: Option<QueryPool>,
+}
+
+/// One layer-stack run, as [`Runner::run_stack`] records and submits it: the dispatches in
+/// order, their pipelines, how they split into command buffers, and how often to submit.
+struct StackJob<'a> {
+    items: &'a [(&'a KernelSpec, Bound)],
+    pipes: Vec<PipelineHandle>,
+    /// Dispatch ranges, one command buffer each.
+    chunks: Vec<Range<usize>>,
+    timestamps: bool,
+    warmup: usize,
+    reps: usize,
+    /// Where failure injection looks (the ubatch the stack runs at).
+    ubatch: u32,
+    inject: &'a Injector,
+}
+
+impl StackJob<'_> {
+    /// Timestamps: one before each command buffer's dispatches and one after each dispatch.
+    fn queries(&self) -> u32 {
+        (self.items.len() + self.chunks.len()) as u32
+    }
 }
 
 fn key(spec: &KernelSpec) -> String {
@@ -52,8 +75,7 @@ impl<'g> Runner<'g> {
             gpu,
             layouts: Layouts::new(gpu, 4096)?,
             pipelines: HashMap::new(),
-            query_pool: vk::QueryPool::null(),
-            query_capacity: 0,
+            queries: None,
         })
     }
 
@@ -85,163 +107,63 @@ impl<'g> Runner<'g> {
             k,
             ldk,
             set: self.layouts.bind(buffers)?,
-            out: buffers.get(2).map(|b| b.buffer),
+            out: buffers.get(2).map(|b| b.handle()),
         })
     }
 
+    /// A timestamp pool of at least `count` queries (the old one is unused: every submission
+    /// is waited for).
     fn ensure_queries(&mut self, count: u32) -> Result<(), VkError> {
-        if count <= self.query_capacity {
+        if self.queries.as_ref().is_some_and(|q| q.capacity() >= count) {
             return Ok(());
         }
-        let d = &self.gpu.device;
-        let capacity = count.next_power_of_two().max(64);
-        // SAFETY: the old pool is unused (every submission is waited for).
-        unsafe {
-            if self.query_pool != vk::QueryPool::null() {
-                d.destroy_query_pool(self.query_pool, None);
-                self.query_pool = vk::QueryPool::null();
-                self.query_capacity = 0;
-            }
-            self.query_pool = d
-                .create_query_pool(
-                    &vk::QueryPoolCreateInfo::default()
-                        .query_type(vk::QueryType::TIMESTAMP)
-                        .query_count(capacity),
-                    None,
-                )
-                .call("vkCreateQueryPool")?;
-        }
-        self.query_capacity = capacity;
+        self.queries = None;
+        self.queries = Some(QueryPool::timestamps(
+            self.gpu,
+            count.next_power_of_two().max(64),
+        )?);
         Ok(())
     }
 
+    /// The pool [`Runner::ensure_queries`] made.
+    fn query_pool(&self) -> &QueryPool {
+        self.queries
+            .as_ref()
+            .expect("ensure_queries runs before any timestamp is recorded")
+    }
+
     fn read_queries(&self, count: u32) -> Result<Vec<u64>, VkError> {
-        let mut out = vec![0u64; count as usize];
-        // SAFETY: the queries were written by a submission that has completed.
-        unsafe {
-            self.gpu
-                .device
-                .get_query_pool_results(
-                    self.query_pool,
-                    0,
-                    &mut out,
-                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-                )
-                .call("vkGetQueryPoolResults")?;
-        }
-        Ok(out)
+        self.query_pool().read(count)
     }
 
     fn ticks_to_s(&self, ticks: u64) -> f64 {
-        let period = f64::from(self.gpu.info.timestamp_period_ns.unwrap_or(1.0));
+        let period = f64::from(self.gpu.info.tick_ns().unwrap_or(1.0));
         ticks as f64 * period * 1e-9
     }
 
+    /// The dispatch of `spec` on `g`, after clearing the output of a split-K kernel (which
+    /// adds its partial sums into it; the clear counts in the kernel's time).
     fn record_dispatch(
         &self,
-        cb: vk::CommandBuffer,
-        pipe: vk::Pipeline,
+        rec: &mut Recording,
+        pipe: PipelineHandle,
         spec: &KernelSpec,
         g: &Bound,
     ) {
-        let d = &self.gpu.device;
         let (gx, gy) = spec.grid(g.m, g.n);
         if spec.split_k > 1 {
             let out = g
                 .out
                 .expect("a split-K kernel is bound with an output buffer");
-            self.record_clear(cb, out);
+            rec.zero(out);
         }
-        let push: Vec<u8> = [g.m, g.n, g.k, g.ldk]
-            .iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect();
-        // SAFETY: cb is recording; pipeline, layout and set are valid.
-        unsafe {
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipe);
-            d.cmd_bind_descriptor_sets(
-                cb,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layouts.pipeline_layout,
-                0,
-                &[g.set],
-                &[],
-            );
-            d.cmd_push_constants(
-                cb,
-                self.layouts.pipeline_layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                &push,
-            );
-            d.cmd_dispatch(cb, gx, gy, spec.split_k);
-        }
-    }
-
-    /// Zero `out` for a split-K kernel that adds its partial sums into it, ordered after earlier
-    /// shader access and before the dispatch. It is recorded with the dispatch, so its time
-    /// counts in the kernel's time.
-    fn record_clear(&self, cb: vk::CommandBuffer, out: vk::Buffer) {
-        let d = &self.gpu.device;
-        let before = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)];
-        let after = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-        // SAFETY: cb is recording; out is a live storage buffer created with TRANSFER_DST.
-        unsafe {
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &before,
-                &[],
-                &[],
-            );
-            d.cmd_fill_buffer(cb, out, 0, vk::WHOLE_SIZE, 0);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::DependencyFlags::empty(),
-                &after,
-                &[],
-                &[],
-            );
-        }
-    }
-
-    /// A compute-to-compute memory barrier, as between dependent graph nodes in ggml-vulkan.
-    fn record_barrier(&self, cb: vk::CommandBuffer) {
-        let barrier = [vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE)];
-        // SAFETY: cb is recording.
-        unsafe {
-            self.gpu.device.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::DependencyFlags::empty(),
-                &barrier,
-                &[],
-                &[],
-            );
-        }
-    }
-
-    fn record_timestamp(&self, cb: vk::CommandBuffer, query: u32) {
-        // SAFETY: cb is recording; query < capacity and was reset in this command buffer.
-        unsafe {
-            self.gpu.device.cmd_write_timestamp(
-                cb,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                self.query_pool,
-                query,
-            );
-        }
+        let dispatch = Dispatch {
+            pipeline: pipe,
+            set: g.set,
+            push: Some([g.m, g.n, g.k, g.ldk]),
+            groups: [gx, gy, spec.split_k],
+        };
+        rec.dispatch(&self.layouts, &dispatch);
     }
 
     /// Run one GEMM alone: once to size a warm-up, then `warm-up + reps` times in one command
@@ -254,7 +176,7 @@ impl<'g> Runner<'g> {
         g: &Bound,
         reps: usize,
     ) -> Result<Vec<f64>, VkError> {
-        let pipe = self.pipeline(spec)?.pipeline;
+        let pipe = self.pipeline(spec)?.handle();
         if self.timestamps() {
             let probe = self.timed_dispatches(pipe, spec, g, 0, 1)?[0];
             if reps == 0 {
@@ -266,7 +188,7 @@ impl<'g> Runner<'g> {
             let mut times = Vec::with_capacity(reps);
             for r in 0..=reps {
                 let start = Instant::now();
-                one_shot(self.gpu, |cb| self.record_dispatch(cb, pipe, spec, g))?;
+                one_shot(self.gpu, |rec| self.record_dispatch(rec, pipe, spec, g))?;
                 if r > 0 {
                     times.push(start.elapsed().as_secs_f64());
                 }
@@ -288,22 +210,17 @@ impl<'g> Runner<'g> {
         if items.is_empty() || reps == 0 {
             return Ok(vec![Vec::new(); items.len()]);
         }
-        let mut pipes = Vec::with_capacity(items.len());
-        for (spec, _) in items {
-            pipes.push(self.pipeline(spec)?.pipeline);
+        let mut batch = Vec::with_capacity(items.len());
+        for (spec, g) in items {
+            batch.push((self.pipeline(spec)?.handle(), *spec, *g));
         }
-        let batch: Vec<_> = pipes
-            .iter()
-            .zip(items)
-            .map(|(pipe, (spec, g))| (*pipe, *spec, *g))
-            .collect();
         self.time_pipelines(&batch, warm, reps)
     }
 
     /// One command buffer: `warm` untimed dispatches, then `n` timed ones.
     fn timed_dispatches(
         &mut self,
-        pipe: vk::Pipeline,
+        pipe: PipelineHandle,
         spec: &KernelSpec,
         g: &Bound,
         warm: usize,
@@ -319,36 +236,32 @@ impl<'g> Runner<'g> {
     /// `reps` timed runs of each item in order, a timestamp after every dispatch.
     fn time_pipelines(
         &mut self,
-        items: &[(vk::Pipeline, &KernelSpec, Bound)],
+        items: &[(PipelineHandle, &KernelSpec, Bound)],
         warm: usize,
         reps: usize,
     ) -> Result<Vec<Vec<f64>>, VkError> {
-        let n = items.len() * reps;
-        self.ensure_queries(n as u32 + 1)?;
-        one_shot(self.gpu, |cb| {
-            // SAFETY: cb is recording; the range is within the pool.
-            unsafe {
-                self.gpu
-                    .device
-                    .cmd_reset_query_pool(cb, self.query_pool, 0, n as u32 + 1)
-            };
+        let n = (items.len() * reps) as u32;
+        self.ensure_queries(n + 1)?;
+        let pool = self.query_pool();
+        one_shot(self.gpu, |rec| {
+            rec.reset_queries(pool, 0, n + 1);
             for _ in 0..warm {
                 let (pipe, spec, g) = &items[0];
-                self.record_dispatch(cb, *pipe, spec, g);
-                self.record_barrier(cb);
+                self.record_dispatch(rec, *pipe, spec, g);
+                rec.compute_barrier();
             }
-            self.record_timestamp(cb, 0);
+            rec.timestamp(pool, 0);
             let mut q = 1;
             for (pipe, spec, g) in items {
                 for _ in 0..reps {
-                    self.record_dispatch(cb, *pipe, spec, g);
-                    self.record_barrier(cb);
-                    self.record_timestamp(cb, q);
+                    self.record_dispatch(rec, *pipe, spec, g);
+                    rec.compute_barrier();
+                    rec.timestamp(pool, q);
                     q += 1;
                 }
             }
         })?;
-        let ts = self.read_queries(n as u32 + 1)?;
+        let ts = self.read_queries(n + 1)?;
         Ok((0..items.len())
             .map(|i| {
                 (0..reps)
@@ -374,104 +287,79 @@ impl<'g> Runner<'g> {
     ) -> Result<StackTiming, VkError> {
         let mut pipes = Vec::with_capacity(items.len());
         for (spec, _) in items {
-            pipes.push(self.pipeline(spec)?.pipeline);
+            pipes.push(self.pipeline(spec)?.handle());
         }
-        let chunks: Vec<std::ops::Range<usize>> = (0..items.len())
-            .step_by(per_cb.max(1))
-            .map(|s| s..(s + per_cb.max(1)).min(items.len()))
-            .collect();
-        let timestamps = self.timestamps();
-        let queries = (items.len() + chunks.len()) as u32;
-        if timestamps {
-            self.ensure_queries(queries)?;
-        }
-        let d = &self.gpu.device;
-        // SAFETY: the command buffers are allocated here and freed before returning, after the
-        // queue is idle.
-        let cbs = unsafe {
-            d.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(self.gpu.command_pool)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(chunks.len() as u32),
-            )
-            .call("vkAllocateCommandBuffers")?
+        let job = StackJob {
+            items,
+            pipes,
+            chunks: (0..items.len())
+                .step_by(per_cb.max(1))
+                .map(|s| s..(s + per_cb.max(1)).min(items.len()))
+                .collect(),
+            timestamps: self.timestamps(),
+            warmup,
+            reps,
+            ubatch,
+            inject,
         };
-        let result = self.record_and_submit(
-            items, &pipes, &chunks, &cbs, timestamps, warmup, reps, ubatch, inject,
-        );
-        // SAFETY: wait for anything submitted before freeing; errors here are already reported.
-        unsafe {
-            let _ = d.queue_wait_idle(self.gpu.queue);
-            d.free_command_buffers(self.gpu.command_pool, &cbs);
+        if job.timestamps {
+            self.ensure_queries(job.queries())?;
         }
-        result
+        // Freed when dropped, after the queue is idle, whatever happened.
+        let cbs = CommandBuffers::allocate(self.gpu, job.chunks.len())?;
+        self.record_stack(&job, &cbs)?;
+        self.submit_stack(&job, &cbs)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record_and_submit(
-        &self,
-        items: &[(&KernelSpec, Bound)],
-        pipes: &[vk::Pipeline],
-        chunks: &[std::ops::Range<usize>],
-        cbs: &[vk::CommandBuffer],
-        timestamps: bool,
-        warmup: usize,
-        reps: usize,
-        ubatch: u32,
-        inject: &Injector,
-    ) -> Result<StackTiming, VkError> {
-        let d = &self.gpu.device;
-        let queries = (items.len() + chunks.len()) as u32;
-        for (ci, (range, cb)) in chunks.iter().zip(cbs).enumerate() {
-            inject.check(ubatch, "vkBeginCommandBuffer")?;
-            // SAFETY: cb is freshly allocated and not in use.
-            unsafe {
-                d.begin_command_buffer(*cb, &vk::CommandBufferBeginInfo::default())
-                    .call("vkBeginCommandBuffer")?;
-                let first_query = (range.start + ci) as u32;
-                if timestamps {
-                    d.cmd_reset_query_pool(
-                        *cb,
-                        self.query_pool,
-                        first_query,
-                        range.len() as u32 + 1,
-                    );
-                    self.record_timestamp(*cb, first_query);
-                }
-                for (j, i) in range.clone().enumerate() {
-                    self.record_dispatch(*cb, pipes[i], items[i].0, &items[i].1);
-                    self.record_barrier(*cb);
-                    if timestamps {
-                        self.record_timestamp(*cb, first_query + j as u32 + 1);
-                    }
-                }
-                inject.check(ubatch, "vkEndCommandBuffer")?;
-                d.end_command_buffer(*cb).call("vkEndCommandBuffer")?;
+    /// Record every command buffer of the stack (each ended before the first submission).
+    fn record_stack(&self, job: &StackJob, cbs: &CommandBuffers) -> Result<(), VkError> {
+        for (ci, range) in job.chunks.iter().enumerate() {
+            job.inject.check(job.ubatch, "vkBeginCommandBuffer")?;
+            let mut rec = cbs.begin(ci)?;
+            let first_query = (range.start + ci) as u32;
+            if job.timestamps {
+                let pool = self.query_pool();
+                rec.reset_queries(pool, first_query, range.len() as u32 + 1);
+                rec.timestamp(pool, first_query);
             }
+            for (j, i) in range.clone().enumerate() {
+                let (spec, g) = &job.items[i];
+                self.record_dispatch(&mut rec, job.pipes[i], spec, g);
+                rec.compute_barrier();
+                if job.timestamps {
+                    rec.timestamp(self.query_pool(), first_query + j as u32 + 1);
+                }
+            }
+            job.inject.check(job.ubatch, "vkEndCommandBuffer")?;
+            rec.end()?;
         }
+        Ok(())
+    }
+
+    /// Submit the recorded stack `warmup + reps` times and time the last `reps`.
+    fn submit_stack(&self, job: &StackJob, cbs: &CommandBuffers) -> Result<StackTiming, VkError> {
         let mut timing = StackTiming {
-            per_dispatch: vec![Vec::new(); items.len()],
+            per_dispatch: vec![Vec::new(); job.items.len()],
             total: Vec::new(),
             command_buffers: cbs.len(),
-            timestamps,
+            timestamps: job.timestamps,
         };
-        for rep in 0..warmup + reps {
-            inject.check(ubatch, "vkQueueSubmit")?;
+        for rep in 0..job.warmup + job.reps {
+            job.inject.check(job.ubatch, "vkQueueSubmit")?;
             let start = Instant::now();
-            submit_and_wait(self.gpu, cbs)?;
+            cbs.submit_and_wait()?;
             let wall = start.elapsed().as_secs_f64();
-            inject.check(ubatch, "vkWaitForFences")?;
-            if rep < warmup {
+            job.inject.check(job.ubatch, "vkWaitForFences")?;
+            if rep < job.warmup {
                 continue;
             }
-            if !timestamps {
+            if !job.timestamps {
                 timing.total.push(wall);
                 continue;
             }
-            let ts = self.read_queries(queries)?;
+            let ts = self.read_queries(job.queries())?;
             let mut total = 0.0;
-            for (ci, range) in chunks.iter().enumerate() {
+            for (ci, range) in job.chunks.iter().enumerate() {
                 let base = range.start + ci;
                 for (j, i) in range.clone().enumerate() {
                     let dt = self.ticks_to_s(ts[base + j + 1].saturating_sub(ts[base + j]));
@@ -487,14 +375,10 @@ impl<'g> Runner<'g> {
 
 impl Drop for Runner<'_> {
     fn drop(&mut self) {
-        // SAFETY: nothing is pending (every submission is waited for).
-        unsafe {
-            let _ = self.gpu.device.device_wait_idle();
-            self.pipelines.clear();
-            if self.query_pool != vk::QueryPool::null() {
-                self.gpu.device.destroy_query_pool(self.query_pool, None);
-            }
-        }
+        // Nothing may be pending when the pipelines and the query pool go.
+        let _ = self.gpu.wait_idle();
+        self.pipelines.clear();
+        self.queries = None;
     }
 }
 

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::vk::{DeviceInfo, Statistic};
+use crate::vulkan::{DeviceInfo, Statistic};
 
 /// Mali-G610 MC4 on RK3588 as panthor reports it, used when the device does not expose its own.
 pub const G610_MAX_THREADS: u32 = 2048;
@@ -142,11 +142,8 @@ mod tests {
 
     #[test]
     fn panvk_kernels_get_a_prediction_with_its_source() {
-        let mut dev = crate::bench::vk::device::tests_support::device(
-            "Mali-G610",
-            "integrated-gpu",
-            "MESA_PANVK",
-        );
+        let mut dev =
+            crate::vulkan::info::tests_support::device("Mali-G610", "integrated-gpu", "MESA_PANVK");
         let d = diagnose(
             &dev,
             "fp32",

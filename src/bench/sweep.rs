@@ -26,7 +26,7 @@ use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
 use super::runner::{median, warmup_runs, Bound, Runner, StackTiming};
 use super::spill::{self, KernelDiagnostics};
-use super::vk::{Buffer, VkError};
+use crate::vulkan::{Buffer, VkError};
 
 /// Dispatches per command buffer: ggml-vulkan submits about every 100 graph nodes, of which
 /// roughly a fifth are these GEMMs, so ~20 GEMM dispatches (4 layers) per command buffer.

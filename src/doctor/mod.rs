@@ -45,6 +45,8 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
                 .unwrap_or(DEFAULT_FIRMWARE),
             live: true,
             vulkan: wants_vulkan,
+            // The loader smoke-bench uses too (RVL_VULKAN_LIBRARY when set).
+            vulkan_library: settings.vars.vulkan_library.as_deref(),
         },
     );
     let ctx = Context {

@@ -35,6 +35,8 @@ pub struct GatherOptions<'a> {
     pub live: bool,
     /// Also load Vulkan (live only).
     pub vulkan: bool,
+    /// Load this libvulkan instead of the system's (`RVL_VULKAN_LIBRARY`).
+    pub vulkan_library: Option<&'a std::path::Path>,
 }
 
 pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
@@ -42,7 +44,10 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
     let render_nodes = sysfs::render_nodes(root);
     let live = opts.live && root.is_live();
     let live_facts = if live {
-        live::probe(root, &render_nodes, env.get("XDG_RUNTIME_DIR"), opts.vulkan)
+        let vulkan = opts.vulkan.then_some(live::VulkanLoad {
+            library: opts.vulkan_library,
+        });
+        live::probe(root, &render_nodes, env.get("XDG_RUNTIME_DIR"), vulkan)
     } else {
         Default::default()
     };

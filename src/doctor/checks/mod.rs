@@ -97,10 +97,11 @@ mod tests {
     //! The live-only branches, fed with hand-made facts (no machine needed).
     use super::*;
     use crate::doctor::finding::Status;
-    use crate::host::live::{RenderAccess, UserFacts, VulkanDevice, VulkanProbe, XdgFacts};
     use crate::host::sysfs::{PlatformGpu, RenderNode};
     use crate::inventory::Inventory;
+    use crate::inventory::{RenderAccess, UserFacts, XdgFacts};
     use crate::profile::Profiles;
+    use crate::vulkan::info::{DeviceInfo, VulkanProbe, DRIVER_ID_MESA_PANVK};
 
     fn live_inventory() -> Inventory {
         let mut inv = Inventory {
@@ -210,19 +211,21 @@ mod tests {
             .contains("uid 0"));
     }
 
-    fn panvk(mesa: &str) -> VulkanDevice {
-        VulkanDevice {
+    fn panvk(mesa: &str) -> DeviceInfo {
+        DeviceInfo {
             name: "Mali-G610 MC4".into(),
+            kind: "integrated-gpu".into(),
             api_version: "1.4.335".into(),
             vendor_id: 0x13b5,
-            driver_id: Some(crate::host::live::DRIVER_ID_MESA_PANVK),
-            driver_name: Some("panvk".into()),
-            driver_info: Some(mesa.into()),
-            shader_float16: Some(true),
-            shader_int8: Some(true),
-            integer_dot_product: Some(true),
-            subgroup_size: Some(16),
+            driver_id: DRIVER_ID_MESA_PANVK.into(),
+            driver_name: "panvk".into(),
+            driver_info: mesa.into(),
+            shader_float16: true,
+            shader_int8: true,
+            integer_dot_product: true,
+            subgroup_size: 16,
             max_compute_shared_memory: 32768,
+            ..Default::default()
         }
     }
 
@@ -279,6 +282,7 @@ mod tests {
                     firmware: "arm/mali/arch10.8/mali_csffw.bin",
                     live: false,
                     vulkan: false,
+                    vulkan_library: None,
                 },
             );
             for c in ALL {

@@ -3,7 +3,7 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::host::live::{VulkanDevice, DRIVER_ID_MESA_PANVK};
+use crate::vulkan::info::DeviceInfo;
 
 const ID: &str = "vulkan-device";
 
@@ -20,25 +20,32 @@ fn mesa_version(info: &str) -> Option<(u32, u32)> {
     Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
 }
 
-fn yes(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "?",
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
     }
 }
 
-fn features(d: &VulkanDevice) -> String {
+fn features(d: &DeviceInfo) -> String {
     format!(
         "fp16 {}, int8 {}, int dot {}, subgroup {}, shared memory {} KiB",
         yes(d.shader_float16),
         yes(d.shader_int8),
         yes(d.integer_dot_product),
-        d.subgroup_size
-            .map(|s| s.to_string())
-            .unwrap_or_else(|| "?".into()),
+        d.subgroup_size,
         d.max_compute_shared_memory / 1024
     )
+}
+
+/// "?" for a string the driver could not give.
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "?"
+    } else {
+        s
+    }
 }
 
 pub fn check(ctx: &Context) -> Finding {
@@ -49,6 +56,9 @@ pub fn check(ctx: &Context) -> Finding {
         return Finding::skip(ID, "--no-vulkan");
     }
     if let Some(why) = ctx.not_live_reason() {
+        return Finding::skip(ID, why);
+    }
+    if let Some(why) = crate::vulkan::UNAVAILABLE {
         return Finding::skip(ID, why);
     }
     let Some(probe) = &ctx.inv.live_facts.vulkan else {
@@ -66,8 +76,8 @@ pub fn check(ctx: &Context) -> Finding {
             format!(
                 "{}: {} {} (Vulkan {})",
                 d.name,
-                d.driver_name.as_deref().unwrap_or("?"),
-                d.driver_info.as_deref().unwrap_or(""),
+                or_unknown(&d.driver_name),
+                d.driver_info,
                 d.api_version
             )
         })
@@ -91,7 +101,7 @@ pub fn check(ctx: &Context) -> Finding {
     let Some(dev) = probe
         .devices
         .iter()
-        .find(|d| d.driver_id == Some(DRIVER_ID_MESA_PANVK) || d.name.starts_with(gpu_name))
+        .find(|d| d.is_panvk() || d.name.starts_with(gpu_name))
     else {
         let names: Vec<_> = probe.devices.iter().map(|d| d.name.as_str()).collect();
         return Finding::fail(
@@ -108,9 +118,13 @@ pub fn check(ctx: &Context) -> Finding {
         .evidence(ev)
         .fix(ctx.setup("mesa,icd"));
     };
-    let mesa = dev.driver_info.as_deref().unwrap_or("Mesa ?");
+    let mesa = if dev.driver_info.is_empty() {
+        "Mesa ?"
+    } else {
+        &dev.driver_info
+    };
     let summary = format!("{} (panvk, {mesa}): {}", dev.name, features(dev));
-    match dev.driver_info.as_deref().and_then(mesa_version) {
+    match mesa_version(&dev.driver_info) {
         Some(v) if v <= OOM_FIXED_AFTER => Finding::warn(
             ID,
             format!("{summary}; known limit: llama.cpp ubatch > 64 fails (ErrorOutOfDeviceMemory at vkEndCommandBuffer)"),

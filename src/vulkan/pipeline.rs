@@ -7,6 +7,7 @@ use ash::vk;
 use serde::Serialize;
 
 use super::buffer::Buffer;
+use super::command::DescriptorSet;
 use super::device::Gpu;
 use super::error::{Call, VkError};
 
@@ -18,8 +19,8 @@ pub const PUSH_BYTES: u32 = 16;
 
 /// Descriptor-set and pipeline layouts shared by all kernels, plus a pool for the sets.
 pub struct Layouts {
-    pub set_layout: vk::DescriptorSetLayout,
-    pub pipeline_layout: vk::PipelineLayout,
+    pub(super) set_layout: vk::DescriptorSetLayout,
+    pub(super) pipeline_layout: vk::PipelineLayout,
     pool: vk::DescriptorPool,
     device: ash::Device,
 }
@@ -77,7 +78,7 @@ impl Layouts {
     }
 
     /// A descriptor set binding `buffers` (in binding order; fewer than five repeat the last).
-    pub fn bind(&self, buffers: &[&Buffer]) -> Result<vk::DescriptorSet, VkError> {
+    pub fn bind(&self, buffers: &[&Buffer]) -> Result<DescriptorSet, VkError> {
         assert!(!buffers.is_empty());
         let layouts = [self.set_layout];
         // SAFETY: the pool and layout are valid; buffer handles are valid for the set's lifetime.
@@ -141,11 +142,19 @@ impl Drop for Layouts {
 
 /// A specialised compute pipeline.
 pub struct Pipeline {
-    pub pipeline: vk::Pipeline,
+    pipeline: vk::Pipeline,
     device: ash::Device,
 }
 
+/// A pipeline's handle, as a recording names it; the [`Pipeline`] must outlive the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineHandle(pub(super) vk::Pipeline);
+
 impl Pipeline {
+    pub fn handle(&self) -> PipelineHandle {
+        PipelineHandle(self.pipeline)
+    }
+
     /// Build a pipeline from SPIR-V words with specialisation constants `spec[i]` at id `i`.
     pub fn new(
         gpu: &Gpu,

@@ -1,6 +1,7 @@
 //! A failed Vulkan call, kept as data: which entry point and which `VkResult`. The sweep reports
 //! these per ubatch and kernel instead of stopping, so a driver limit shows up as a result.
 
+#[cfg(feature = "bench")]
 use ash::vk;
 use serde::Serialize;
 
@@ -16,6 +17,7 @@ pub struct VkError {
 }
 
 impl VkError {
+    #[cfg(feature = "bench")]
     pub fn new(call: &str, result: vk::Result) -> Self {
         VkError {
             call: call.to_string(),
@@ -43,6 +45,7 @@ impl std::fmt::Display for VkError {
 impl std::error::Error for VkError {}
 
 /// `VK_ERROR_OUT_OF_DEVICE_MEMORY`-style name of a result code.
+#[cfg(feature = "bench")]
 pub fn result_name(result: vk::Result) -> String {
     // ash's Debug output is the enum name without the VK_ prefix, or a number for unknown codes.
     let name = format!("{result:?}");
@@ -54,6 +57,7 @@ pub fn result_name(result: vk::Result) -> String {
 }
 
 /// Parse a result name as printed by [`result_name`] (used by failure injection).
+#[cfg(feature = "bench")]
 pub fn parse_result(name: &str) -> Option<vk::Result> {
     const KNOWN: &[vk::Result] = &[
         vk::Result::ERROR_OUT_OF_HOST_MEMORY,
@@ -70,17 +74,19 @@ pub fn parse_result(name: &str) -> Option<vk::Result> {
 }
 
 /// Shorthand for mapping an ash result into a [`VkError`] naming the call.
+#[cfg(feature = "bench")]
 pub trait Call<T> {
     fn call(self, name: &str) -> Result<T, VkError>;
 }
 
+#[cfg(feature = "bench")]
 impl<T> Call<T> for Result<T, vk::Result> {
     fn call(self, name: &str) -> Result<T, VkError> {
         self.map_err(|r| VkError::new(name, r))
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "bench"))]
 mod tests {
     use super::*;
 

@@ -4,11 +4,12 @@
 
 use ash::vk;
 
+use super::command::{one_shot, BufferHandle};
 use super::device::Gpu;
 use super::error::{Call, VkError};
 
 pub struct Buffer {
-    pub buffer: vk::Buffer,
+    pub(super) buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     pub size: u64,
     mapped: Option<*mut u8>,
@@ -106,6 +107,11 @@ impl Buffer {
         }
     }
 
+    /// The handle a recording names (see [`super::command::Recording::zero`]).
+    pub fn handle(&self) -> BufferHandle {
+        self.buffer
+    }
+
     /// A buffer the kernels read and write; mapped on UMA/CPU devices, device-local otherwise.
     pub fn storage(gpu: &Gpu, size: u64) -> Result<Buffer, VkError> {
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
@@ -164,80 +170,5 @@ impl Drop for Buffer {
 }
 
 fn copy(gpu: &Gpu, from: &Buffer, to: &Buffer, len: u64) -> Result<(), VkError> {
-    one_shot(gpu, |cb| {
-        // SAFETY: both buffers are valid and at least `len` bytes.
-        unsafe {
-            gpu.device.cmd_copy_buffer(
-                cb,
-                from.buffer,
-                to.buffer,
-                &[vk::BufferCopy::default().size(len)],
-            )
-        }
-    })
-}
-
-/// Record `record` into a fresh command buffer, submit it and wait for it.
-pub fn one_shot(gpu: &Gpu, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), VkError> {
-    let d = &gpu.device;
-    // SAFETY: the command buffer and fence are created, used and freed within this call.
-    unsafe {
-        let cb = d
-            .allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(gpu.command_pool)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(1),
-            )
-            .call("vkAllocateCommandBuffers")?[0];
-        let result = (|| {
-            d.begin_command_buffer(
-                cb,
-                &vk::CommandBufferBeginInfo::default()
-                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-            )
-            .call("vkBeginCommandBuffer")?;
-            record(cb);
-            d.end_command_buffer(cb).call("vkEndCommandBuffer")?;
-            submit_and_wait(gpu, &[cb])
-        })();
-        d.free_command_buffers(gpu.command_pool, &[cb]);
-        result
-    }
-}
-
-/// Submit command buffers (one `vkQueueSubmit` each, like llama.cpp) and wait for the last.
-pub fn submit_and_wait(gpu: &Gpu, cbs: &[vk::CommandBuffer]) -> Result<(), VkError> {
-    let d = &gpu.device;
-    // SAFETY: command buffers are recorded and not pending; the fence is local.
-    unsafe {
-        let fence = d
-            .create_fence(&vk::FenceCreateInfo::default(), None)
-            .call("vkCreateFence")?;
-        let result = (|| {
-            for (i, cb) in cbs.iter().enumerate() {
-                let one = [*cb];
-                let submit = [vk::SubmitInfo::default().command_buffers(&one)];
-                let f = if i + 1 == cbs.len() {
-                    fence
-                } else {
-                    vk::Fence::null()
-                };
-                d.queue_submit(gpu.queue, &submit, f)
-                    .call("vkQueueSubmit")?;
-            }
-            // Generous timeout: a slow CPU device at ubatch 512 can take a while, but a hang must
-            // become a result, not a frozen bench.
-            d.wait_for_fences(&[fence], true, 600_000_000_000)
-                .call("vkWaitForFences")?;
-            d.queue_wait_idle(gpu.queue).call("vkQueueWaitIdle")
-        })();
-        if result.is_err() {
-            // Some buffers may have been submitted before the failure: let them finish before
-            // anything they use is freed.
-            let _ = d.queue_wait_idle(gpu.queue);
-        }
-        d.destroy_fence(fence, None);
-        result
-    }
+    one_shot(gpu, |rec| rec.copy(from, to, len))
 }

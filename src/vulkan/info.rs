@@ -1,0 +1,245 @@
+//! What rvl knows about a Vulkan device, as plain data: doctor's inventory embeds it and
+//! smoke-bench prints and saves it. One type, filled by one function
+//! ([`crate::vulkan::describe`]), so both verbs describe a device the same way. No `ash` here:
+//! a build without the `bench` feature still reads and writes inventories.
+
+use serde::{Deserialize, Serialize};
+
+/// One physical device, as printed and saved.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Position in `vkEnumeratePhysicalDevices` order (what `--device N` names).
+    pub index: usize,
+    pub name: String,
+    /// `cpu`, `discrete-gpu`, `integrated-gpu`, `virtual-gpu` or `other`.
+    pub kind: String,
+    /// Empty when the driver cannot say (no Vulkan 1.2 and no VK_KHR_driver_properties).
+    pub driver_name: String,
+    /// "Mesa 26.1.6" for Mesa drivers; empty when the driver cannot say.
+    pub driver_info: String,
+    /// `VkDriverId` name, e.g. `MESA_PANVK`, `MESA_LLVMPIPE`, `NVIDIA_PROPRIETARY`; `unknown`
+    /// when the driver cannot say.
+    pub driver_id: String,
+    pub driver_version: String,
+    pub api_version: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// shaderFloat16 and 16-bit storage buffers: the fp16 kernels can run.
+    pub fp16: bool,
+    /// shaderIntegerDotProduct: the int8 kernel can run.
+    pub int8_dot: bool,
+    /// The driver says 4x8-bit packed signed dot products are hardware-accelerated.
+    pub int8_dot_accelerated: bool,
+    /// shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float): the split-K kernels can run.
+    pub float_atomic_add: bool,
+    pub subgroup_size: u32,
+    pub max_shared_memory: u32,
+    pub max_workgroup_invocations: u32,
+    pub max_storage_buffer_range: u64,
+    /// Nanoseconds per timestamp tick; None when compute queues cannot write timestamps.
+    pub timestamp_period_ns: Option<Nanos>,
+    /// VK_KHR_pipeline_executable_properties: registers/spills per kernel can be read.
+    pub pipeline_statistics: bool,
+    /// VK_ARM_shader_core_builtins: (core mask, core count, warps per core), when exposed.
+    pub shader_cores: Option<ShaderCores>,
+    /// The shaderFloat16 feature alone (doctor's field; [`DeviceInfo::fp16`] also needs
+    /// 16-bit storage).
+    pub shader_float16: bool,
+    /// The shaderInt8 feature.
+    pub shader_int8: bool,
+    /// The shaderIntegerDotProduct feature: the same fact as `int8_dot`, under the name
+    /// `rvl doctor --json` has always used.
+    pub integer_dot_product: bool,
+    /// maxComputeSharedMemorySize: the same fact as `max_shared_memory`, under doctor's name.
+    pub max_compute_shared_memory: u32,
+}
+
+/// A float that compares by its bits, so descriptions can be `Eq` (the inventory is).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Nanos(pub f32);
+
+impl PartialEq for Nanos {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Nanos {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShaderCores {
+    pub core_mask: u64,
+    pub core_count: u32,
+    pub warps_per_core: u32,
+}
+
+impl DeviceInfo {
+    pub fn is_panvk(&self) -> bool {
+        self.driver_id == DRIVER_ID_MESA_PANVK
+    }
+    pub fn is_cpu(&self) -> bool {
+        self.kind == "cpu"
+    }
+    /// Nanoseconds per timestamp tick, when the device can time compute work.
+    pub fn tick_ns(&self) -> Option<f32> {
+        self.timestamp_period_ns.map(|p| p.0)
+    }
+}
+
+/// `VkDriverId` name of Mesa panvk.
+pub const DRIVER_ID_MESA_PANVK: &str = "MESA_PANVK";
+
+/// What doctor's live probe saw through the Vulkan loader.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VulkanProbe {
+    /// Why the loader or an instance could not be used.
+    pub error: Option<String>,
+    pub devices: Vec<DeviceInfo>,
+}
+
+/// Choose a device: an explicit `--device` (index or case-insensitive part of the name) wins;
+/// otherwise panvk, then a discrete, integrated or virtual GPU, and a CPU device last.
+pub fn pick_device(devices: &[DeviceInfo], wanted: Option<&str>) -> Result<usize, String> {
+    if devices.is_empty() {
+        return Err("no Vulkan device found".into());
+    }
+    if let Some(want) = wanted {
+        if let Ok(i) = want.parse::<usize>() {
+            return if i < devices.len() {
+                Ok(i)
+            } else {
+                Err(format!(
+                    "--device {i}: there are only {} Vulkan devices (0..{})",
+                    devices.len(),
+                    devices.len() - 1
+                ))
+            };
+        }
+        let needle = want.to_lowercase();
+        let hits: Vec<usize> = devices
+            .iter()
+            .filter(|d| d.name.to_lowercase().contains(&needle))
+            .map(|d| d.index)
+            .collect();
+        return match hits.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(format!(
+                "--device {want:?} matches no device; devices: {}",
+                list_names(devices)
+            )),
+            _ => Err(format!(
+                "--device {want:?} matches several devices ({}); use the index",
+                hits.iter()
+                    .map(|i| format!("{i}: {}", devices[*i].name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
+    }
+    let rank = |d: &DeviceInfo| match (d.is_panvk(), d.kind.as_str()) {
+        (true, _) => 0,
+        (_, "discrete-gpu") => 1,
+        (_, "integrated-gpu") => 2,
+        (_, "virtual-gpu") => 3,
+        (_, "cpu") => 5,
+        _ => 4,
+    };
+    Ok(devices
+        .iter()
+        .min_by_key(|d| (rank(d), d.index))
+        .map(|d| d.index)
+        .unwrap_or(0))
+}
+
+fn list_names(devices: &[DeviceInfo]) -> String {
+    devices
+        .iter()
+        .map(|d| format!("{}: {}", d.index, d.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    pub fn dev(index: usize, name: &str, kind: &str, driver_id: &str) -> DeviceInfo {
+        DeviceInfo {
+            index,
+            name: name.into(),
+            kind: kind.into(),
+            driver_id: driver_id.into(),
+            driver_version: "1.0.0".into(),
+            api_version: "1.3.0".into(),
+            fp16: true,
+            shader_float16: true,
+            subgroup_size: 16,
+            max_shared_memory: 32768,
+            max_compute_shared_memory: 32768,
+            max_workgroup_invocations: 1024,
+            max_storage_buffer_range: 1 << 27,
+            timestamp_period_ns: Some(Nanos(1.0)),
+            ..Default::default()
+        }
+    }
+
+    pub fn device(name: &str, kind: &str, driver_id: &str) -> DeviceInfo {
+        dev(0, name, kind, driver_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tests_support::dev;
+
+    #[test]
+    fn prefers_panvk_then_gpu_over_cpu() {
+        let list = vec![
+            dev(
+                0,
+                "llvmpipe (LLVM 15.0.6, 256 bits)",
+                "cpu",
+                "MESA_LLVMPIPE",
+            ),
+            dev(1, "NVIDIA H200", "discrete-gpu", "NVIDIA_PROPRIETARY"),
+        ];
+        assert_eq!(pick_device(&list, None), Ok(1));
+        let list = vec![
+            dev(0, "llvmpipe", "cpu", "MESA_LLVMPIPE"),
+            dev(1, "Some iGPU", "integrated-gpu", "OTHER"),
+            dev(2, "Mali-G610 (Panfrost)", "integrated-gpu", "MESA_PANVK"),
+        ];
+        assert_eq!(pick_device(&list, None), Ok(2));
+        assert_eq!(pick_device(&list[..1], None), Ok(0));
+    }
+
+    #[test]
+    fn explicit_choice_by_index_or_name() {
+        let list = vec![
+            dev(0, "llvmpipe", "cpu", "MESA_LLVMPIPE"),
+            dev(1, "Mali-G610", "integrated-gpu", "MESA_PANVK"),
+        ];
+        assert_eq!(pick_device(&list, Some("0")), Ok(0));
+        assert_eq!(pick_device(&list, Some("LLVM")), Ok(0));
+        let err = pick_device(&list, Some("7")).unwrap_err();
+        assert!(err.contains("only 2 Vulkan devices"), "{err}");
+        let err = pick_device(&list, Some("radeon")).unwrap_err();
+        assert!(
+            err.contains("matches no device") && err.contains("1: Mali-G610"),
+            "{err}"
+        );
+        let err = pick_device(&list, Some("l")).unwrap_err();
+        assert!(err.contains("several"), "{err}");
+        assert!(pick_device(&[], None).is_err());
+    }
+
+    #[test]
+    fn descriptions_round_trip_through_json() {
+        let d = dev(1, "Mali-G610", "integrated-gpu", "MESA_PANVK");
+        let back: DeviceInfo = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+        assert!(back.is_panvk());
+    }
+}

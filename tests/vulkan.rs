@@ -1,0 +1,95 @@
+//! One Vulkan layer: doctor's inventory and smoke-bench describe the lavapipe device (or
+//! whatever Vulkan device is present) identically, through the library and through the CLI.
+//! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the tests instead of skipping them.
+#![cfg(feature = "bench")]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+use rvl::host::{env::Env, gather, GatherOptions, Root};
+use rvl::vulkan::{DeviceInfo, Instance, LoadOptions};
+
+/// The bench's view of the devices, or None (skip) when there is no usable device.
+fn bench_devices() -> Option<Vec<DeviceInfo>> {
+    let opts = LoadOptions {
+        library: None,
+        app: c"rvl smoke-bench",
+    };
+    match Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
+        Ok(i) => Some(i.devices.clone()),
+        Err(e) => {
+            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
+                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
+            }
+            eprintln!(
+                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn doctor_inventory_and_bench_describe_devices_the_same() {
+    let Some(bench) = bench_devices() else { return };
+    let inv = gather(
+        &Root::system(),
+        &Env::default(),
+        &GatherOptions {
+            firmware: "arm/mali/arch10.8/mali_csffw.bin",
+            live: true,
+            vulkan: true,
+            vulkan_library: None,
+        },
+    );
+    let probe = inv.live_facts.vulkan.expect("the Vulkan probe ran");
+    assert_eq!(probe.error, None);
+    assert_eq!(probe.devices, bench);
+}
+
+#[test]
+fn doctor_json_and_bench_json_carry_the_same_device_objects() {
+    if bench_devices().is_none() {
+        return;
+    }
+    // vulkan-device runs only with a profile; on a non-board host it fails (no panvk), but the
+    // inventory still holds what the loader offered.
+    let out = Command::cargo_bin("rvl")
+        .unwrap()
+        .args([
+            "doctor",
+            "--json",
+            "--only",
+            "vulkan-device",
+            "--board",
+            "boltzmann",
+        ])
+        .output()
+        .unwrap();
+    let doctor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from_doctor = &doctor["inventory"]["live_facts"]["vulkan"]["devices"];
+    assert!(
+        from_doctor.as_array().is_some_and(|d| !d.is_empty()),
+        "{doctor}"
+    );
+
+    let out = Command::cargo_bin("rvl")
+        .unwrap()
+        .args([
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--quick",
+            "--no-cpu",
+            "--precision",
+            "fp32",
+            "--json",
+        ])
+        .env_remove(rvl::bench::inject::ENV)
+        .output()
+        .unwrap();
+    let bench: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(&bench["devices"], from_doctor);
+}
