@@ -4,7 +4,7 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::host::live::RenderAccess;
+use crate::inventory::RenderAccess;
 use crate::host::sysfs::{PlatformGpu, RenderNode};
 use crate::inventory::Inventory;
 
