@@ -17,8 +17,6 @@ use crate::host::Root;
 pub const DEFAULTS_FILE: &str = "/etc/default/u-boot";
 pub const PACKAGE_CONF_DIR: &str = "/usr/share/u-boot-menu/conf.d";
 pub const ADMIN_CONF_DIR: &str = "/etc/u-boot-menu/conf.d";
-/// The file `rvl setup` owns.
-pub const RVL_CONF: &str = "/etc/u-boot-menu/conf.d/rvl.conf";
 /// Where u-boot-update writes its output.
 pub const EXTLINUX_CONF: &str = "/boot/extlinux/extlinux.conf";
 /// u-boot-menu's built-in default for `U_BOOT_DEFAULT`.
@@ -305,7 +303,10 @@ mod tests {
         let menu = UbootMenu::read(&root);
         assert!(UbootMenu::installed(&root));
         assert_eq!(menu.default_label(), "l1");
-        assert_eq!(menu.get("U_BOOT_DEFAULT").unwrap().file, RVL_CONF);
+        assert_eq!(
+            menu.get("U_BOOT_DEFAULT").unwrap().file,
+            "/etc/u-boot-menu/conf.d/rvl.conf"
+        );
         assert_eq!(menu.get("U_BOOT_TIMEOUT").unwrap().assignment.value, "10");
         assert_eq!(menu.files.len(), 3);
     }

@@ -11,9 +11,10 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
-use super::plan::{Action, Plan, Verify};
-use super::{archive, builder, fault, patches, steps};
+use super::plan::Plan;
+use super::{archive, builder, fault, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::fetch;
 use crate::host::Root;
@@ -366,7 +367,7 @@ fn stage_dir(root: &Root, prefix: &str) -> PathBuf {
 }
 
 fn write_stamp(prefix_dir: &Path, stamp: &serde_json::Value) -> anyhow::Result<()> {
-    let path = prefix_dir.join(steps::BUILD_STAMP);
+    let path = prefix_dir.join(paths::BUILD_STAMP);
     if let Some(d) = path.parent() {
         fs::create_dir_all(d)?;
     }

@@ -11,14 +11,15 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::paths::{
+    ARMBIAN_BOOT_LINKS, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE, PROFILE_D_FILE,
+    RVL_CONF,
+};
 use super::target::Target;
 use crate::bootcfg::{armbian, ubootmenu};
 use crate::host::Root;
 use crate::kernelcfg::KernelConfig;
 use crate::profile::BootLayout;
-
-pub const GROUP_FILE: &str = "/etc/group";
-pub const GSHADOW_FILE: &str = "/etc/gshadow";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Facts {
@@ -91,14 +92,14 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
     let menu = (layout == Some(BootLayout::UBootMenu)).then(|| ubootmenu::UbootMenu::read(root));
 
     let mut text_paths: Vec<String> = [
-        ubootmenu::RVL_CONF,
+        RVL_CONF,
         ubootmenu::EXTLINUX_CONF,
         armbian::ARMBIAN_ENV,
         GROUP_FILE,
         GSHADOW_FILE,
-        super::steps::ICD_FILE,
-        super::steps::ENVIRONMENT_D_FILE,
-        super::steps::PROFILE_D_FILE,
+        ICD_FILE,
+        ENVIRONMENT_D_FILE,
+        PROFILE_D_FILE,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -112,7 +113,7 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
         })
         .collect();
 
-    let links = ["/boot/Image", "/boot/uInitrd", "/boot/dtb"]
+    let links = ARMBIAN_BOOT_LINKS
         .iter()
         .map(|p| {
             let target = root

@@ -4,6 +4,7 @@
 //! verified → one journaled transaction → a second plan that must be empty. `--rollback` undoes
 //! every applied transaction byte for byte; `--status` shows them and any interrupted run.
 
+pub mod action;
 pub mod apply;
 pub mod archive;
 pub mod builder;
@@ -13,6 +14,7 @@ pub mod fsops;
 pub mod journal;
 pub mod lock;
 pub mod patches;
+pub mod paths;
 pub mod plan;
 pub mod render;
 pub mod steps;
@@ -40,9 +42,12 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
     let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
-    let opts = plan::Options {
+    let opts = action::Options {
         only: args.only.clone(),
-        mesa_from: args.mesa_from,
+        mesa_from: match args.mesa_from {
+            cli::MesaFrom::Source => action::MesaSource::Source,
+            cli::MesaFrom::Prebuilt => action::MesaSource::Prebuilt,
+        },
     };
     let make_plan = || -> anyhow::Result<plan::Plan> {
         let facts = gather(&root, &manifest);

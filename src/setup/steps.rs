@@ -1,27 +1,18 @@
 //! One planner per step. Each looks at the facts and returns the actions that bring the system
 //! to the target, or none when it is there already (that is what makes a second plan empty).
 
-use super::facts::{Facts, GROUP_FILE, GSHADOW_FILE};
-use super::plan::{diff, Action, Options, Verify};
+use super::action::{diff, Action, MesaSource, Options, Verify};
+use super::facts::Facts;
+use super::paths::{
+    prefix_for, BUILD_STAMP, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
+    PROFILE_D_FILE, RVL_CONF,
+};
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
-use crate::cli::MesaFrom;
 use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
 use crate::profile::BootLayout;
 use crate::{error, exit};
-
-/// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
-pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
-/// systemd user sessions read this (environment.d(5)).
-pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
-/// Login shells (ssh) read this.
-pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";
-/// Revision of rvl's build of a pinned source; bump when the patch series or options change,
-/// so the new build goes into a new prefix next to the old one.
-pub const BUILD_REVISION: u32 = 1;
-/// Written into an install prefix last, so its presence means "complete".
-pub const BUILD_STAMP: &str = "share/rvl/build.json";
 
 /// Configure options that build only panvk (no GL, no other drivers, no LLVM).
 pub const MESA_OPTIONS: &[&str] = &[
@@ -129,12 +120,12 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             let label = ubootmenu::label_for_release(&facts.installed_kernels, release)
                 .expect("the wanted kernel is one of the installed ones");
             let conf = rvl_conf_text(release, &label);
-            let conf_old = facts.file(ubootmenu::RVL_CONF);
+            let conf_old = facts.file(RVL_CONF);
             let stale_conf = conf_old.is_some_and(|c| c != conf);
             if boots_target && !stale_conf {
                 return Ok(out);
             }
-            out.actions.extend(write(ubootmenu::RVL_CONF, conf_old, conf, 0o644));
+            out.actions.extend(write(RVL_CONF, conf_old, conf, 0o644));
             let old = facts.file(ubootmenu::EXTLINUX_CONF);
             let preview = old.map(|text| {
                 let mut e = Extlinux::parse(text);
@@ -331,11 +322,6 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
     Ok(out)
 }
 
-/// Install prefix of rvl's build of a source.
-pub fn prefix_for(project: &str, version: &str) -> String {
-    format!("/opt/rvl/{project}-{version}-rvl{BUILD_REVISION}")
-}
-
 /// Paths whose presence the planner checks (complete install prefixes).
 pub fn probe_paths(manifest: &Manifest) -> Vec<String> {
     [mesa_source(manifest), llama_source(manifest)]
@@ -401,7 +387,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     }
     match ctx.opts.mesa_from {
-        MesaFrom::Source => {
+        MesaSource::Source => {
             let patches = patch_names("mesa")?;
             out.summary = format!(
                 "build panvk from Mesa {} ({} patch{}) into {prefix}",
@@ -418,7 +404,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             out.actions
                 .push(build_action("mesa", src, MESA_OPTIONS, patches));
         }
-        MesaFrom::Prebuilt => {
+        MesaSource::Prebuilt => {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
