@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use tar::EntryType;
 
-use crate::{error, exit};
+use crate::error::Error;
 
 /// What was unpacked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,8 +23,7 @@ pub struct Unpacked {
 
 /// Unpack `archive` into `dest` (created if missing). The compression is chosen by file name.
 pub fn unpack(archive: &Path, dest: &Path) -> anyhow::Result<Unpacked> {
-    let file = File::open(archive)
-        .map_err(|e| error::fail(exit::PROBLEMS, format!("{}: {e}", archive.display())))?;
+    let file = File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
     let name = archive.to_string_lossy();
     let reader: Box<dyn Read> = if name.ends_with(".xz") {
         Box::new(xz2::read::XzDecoder::new(BufReader::new(file)))
@@ -33,21 +32,16 @@ pub fn unpack(archive: &Path, dest: &Path) -> anyhow::Result<Unpacked> {
     } else {
         Box::new(BufReader::new(file))
     };
-    fs::create_dir_all(dest)
-        .map_err(|e| error::fail(exit::PROBLEMS, format!("{}: {e}", dest.display())))?;
-    unpack_reader(reader, dest).map_err(|e| match e {
-        UnpackError::Refused(msg) => error::fail(
-            exit::BAD_INPUT,
-            format!(
+    fs::create_dir_all(dest).map_err(|e| Error::io("cannot create", dest, e))?;
+    unpack_reader(reader, dest)
+        .map_err(|e| match e {
+            UnpackError::Refused(msg) => Error::BadInput(format!(
                 "{}: refused: {msg}; nothing from it is used",
                 archive.display()
-            ),
-        ),
-        UnpackError::Io(err) => error::fail(
-            exit::PROBLEMS,
-            format!("{}: cannot unpack: {err}", archive.display()),
-        ),
-    })
+            )),
+            UnpackError::Io(err) => Error::io("cannot unpack", archive, err),
+        })
+        .map_err(anyhow::Error::from)
 }
 
 enum UnpackError {

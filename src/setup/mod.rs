@@ -24,11 +24,12 @@ use std::os::unix::fs::MetadataExt;
 
 use serde_json::json;
 
+use crate::error::Error;
 use crate::host::Root;
 use crate::manifest::Manifest;
 use crate::output::{self, Style};
 use crate::profile::Profiles;
-use crate::{cli, error, exit, fetch};
+use crate::{cli, exit, fetch};
 
 pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     let root = Root::open_dir(&args.system.root)?;
@@ -209,10 +210,7 @@ fn require_write_access(root: &Root) -> anyhow::Result<()> {
     if owned {
         Ok(())
     } else {
-        Err(error::fail(
-            exit::PERMISSION,
-            "setup changes the system: run it as root (sudo rvl setup ...), or use --dry-run to look",
-        ))
+        Err(Error::NeedsRoot("setup changes the system: run it as root (sudo rvl setup ...), or use --dry-run to look".into()).into())
     }
 }
 
@@ -221,10 +219,7 @@ fn confirm(yes: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     if !output::can_prompt() {
-        return Err(error::fail(
-            exit::NOT_CONFIRMED,
-            "not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)",
-        ));
+        return Err(Error::NotConfirmed("not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)".into()).into());
     }
     let ok = dialoguer::Confirm::new()
         .with_prompt("Apply this plan?")
@@ -234,10 +229,7 @@ fn confirm(yes: bool) -> anyhow::Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(error::fail(
-            exit::NOT_CONFIRMED,
-            "not applying: declined (nothing was changed)",
-        ))
+        Err(Error::NotConfirmed("not applying: declined (nothing was changed)".into()).into())
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::{error, exit};
+use crate::error::Error;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_patches.rs"));
@@ -48,9 +48,7 @@ pub fn load_dir(dir: &Path, project: &str) -> anyhow::Result<Vec<Patch>> {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if e.path().is_file() {
-            let data = fs::read(e.path()).map_err(|err| {
-                error::fail(exit::BAD_INPUT, format!("{}: {err}", e.path().display()))
-            })?;
+            let data = fs::read(e.path()).map_err(|err| Error::io("cannot read", e.path(), err))?;
             files.push((name, data));
         }
     }
@@ -78,16 +76,14 @@ fn order(project: &str, mut files: Vec<(String, Vec<u8>)>) -> anyhow::Result<Vec
                 let mut words = line.split_whitespace();
                 let name = words.next().unwrap_or_default().to_string();
                 if let Some(opt) = words.find(|w| *w != "-p1") {
-                    return Err(error::fail(
-                        exit::BAD_INPUT,
-                        format!("patches/{project}/series line {}: option `{opt}` is not supported (only -p1)", i + 1),
-                    ));
+                    return Err(Error::BadInput(format!("patches/{project}/series line {}: option `{opt}` is not supported (only -p1)", i + 1)).into());
                 }
                 if find(&name).is_none() {
-                    return Err(error::fail(
-                        exit::BAD_INPUT,
-                        format!("patches/{project}/series line {}: `{name}` is not in the series directory", i + 1),
-                    ));
+                    return Err(Error::BadInput(format!(
+                        "patches/{project}/series line {}: `{name}` is not in the series directory",
+                        i + 1
+                    ))
+                    .into());
                 }
                 names.push(name);
             }
@@ -127,7 +123,7 @@ pub fn apply(tree: &Path, patches: &[Patch], log: &mut dyn Write) -> anyhow::Res
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| error::fail(exit::PROBLEMS, format!("cannot run `patch`: {e}")))?;
+            .map_err(|e| Error::Tool(format!("cannot run `patch`: {e}")))?;
         let data = p.data.clone();
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let writer = std::thread::spawn(move || stdin.write_all(&data));
@@ -142,15 +138,13 @@ pub fn apply(tree: &Path, patches: &[Patch], log: &mut dyn Write) -> anyhow::Res
                 .filter(|l| !l.trim().is_empty())
                 .take(6)
                 .collect();
-            return Err(error::fail(
-                exit::PROBLEMS,
-                format!(
-                    "patch {} does not apply to {}:\n    {}",
-                    p.name,
-                    tree.file_name().unwrap_or_default().to_string_lossy(),
-                    said.join("\n    ")
-                ),
-            ));
+            return Err(Error::Tool(format!(
+                "patch {} does not apply to {}:\n    {}",
+                p.name,
+                tree.file_name().unwrap_or_default().to_string_lossy(),
+                said.join("\n    ")
+            ))
+            .into());
         }
     }
     Ok(())

@@ -9,8 +9,8 @@ use super::action::{Action, Options};
 use super::facts::Facts;
 use super::steps;
 use super::target::Target;
+use crate::error::Error;
 use crate::manifest::Manifest;
-use crate::{error, exit};
 
 /// Every step, in the order setup runs them.
 pub const STEP_NAMES: [&str; 7] = [
@@ -52,13 +52,11 @@ impl Plan {
 pub fn check_only(only: &[String]) -> anyhow::Result<()> {
     for s in only {
         if !STEP_NAMES.contains(&s.as_str()) {
-            return Err(error::fail(
-                exit::USAGE,
-                format!(
-                    "--only: unknown step `{s}` (steps: {})",
-                    STEP_NAMES.join(", ")
-                ),
-            ));
+            return Err(Error::Usage(format!(
+                "--only: unknown step `{s}` (steps: {})",
+                STEP_NAMES.join(", ")
+            ))
+            .into());
         }
     }
     Ok(())
@@ -112,6 +110,7 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
 
     #[test]
     fn unknown_only_step_is_a_usage_error() {

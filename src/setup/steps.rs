@@ -9,10 +9,10 @@ use super::paths::{
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
+use crate::error::Error;
 use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
 use crate::profile::BootLayout;
-use crate::{error, exit};
 
 /// Configure options that build only panvk (no GL, no other drivers, no LLVM).
 pub const MESA_OPTIONS: &[&str] = &[
@@ -75,7 +75,7 @@ fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action
 fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
     ctx.facts
         .target_kernel(ctx.target)
-        .ok_or_else(|| error::fail(exit::UNSUPPORTED, ctx.target.kernel_advice()))
+        .ok_or_else(|| Error::Unsupported(ctx.target.kernel_advice()).into())
 }
 
 /// The release the boot configuration starts by default now.
@@ -154,13 +154,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 .map(|en| en.label.clone())
                 .next()
             else {
-                return Err(error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
+                return Err(Error::Unsupported(format!(
                         "{}: no label boots {release}; add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
                         ubootmenu::EXTLINUX_CONF
-                    ),
-                ));
+                    )).into());
             };
             e.set_default(&label);
             out.actions
@@ -175,10 +172,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             ] {
                 let exists = facts.is_present(&format!("/boot/{file}"));
                 if link == "/boot/Image" && !exists {
-                    return Err(error::fail(
-                        exit::UNSUPPORTED,
-                        format!("/boot/{file} is missing; reinstall the {release} kernel package"),
-                    ));
+                    return Err(Error::Unsupported(format!("/boot/{file} is missing; reinstall the {release} kernel package")).into());
                 }
                 if exists && facts.link(link) != Some(file.as_str()) {
                     out.actions.push(Action::Symlink {
@@ -190,10 +184,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
         }
         None => {
-            return Err(error::fail(
-                exit::UNSUPPORTED,
-                "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
-            ))
+            return Err(Error::Unsupported("cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf".into()).into())
         }
     }
     Ok(out)
@@ -282,13 +273,11 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     }
     let Some(url) = fw.url.clone() else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            format!(
-                "manifest: firmware `{}` has no url to download it from",
-                fw.id
-            ),
-        ));
+        return Err(Error::Manifest(format!(
+            "manifest: firmware `{}` has no url to download it from",
+            fw.id
+        ))
+        .into());
     };
     out.summary = match &have {
         None => format!("install the G610 CSF firmware ({})", fw.version),
@@ -377,10 +366,7 @@ fn patch_names(project: &str) -> anyhow::Result<Vec<String>> {
 pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = mesa_source(ctx.manifest) else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: no `mesa` source is pinned",
-        ));
+        return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let prefix = prefix_for("mesa", &src.version);
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
@@ -396,10 +382,9 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 if patches.len() == 1 { "" } else { "es" }
             );
             if src.build != BuildSystem::Meson {
-                return Err(error::fail(
-                    exit::BAD_INPUT,
-                    "manifest: Mesa must be built with meson",
-                ));
+                return Err(
+                    Error::Manifest("manifest: Mesa must be built with meson".into()).into(),
+                );
             }
             out.actions
                 .push(build_action("mesa", src, MESA_OPTIONS, patches));
@@ -408,13 +393,11 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
-                return Err(error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
-                        "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
-                        src.version
-                    ),
-                ));
+                return Err(Error::Unsupported(format!(
+                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
+                    src.version
+                ))
+                .into());
             };
             out.summary = format!(
                 "install prebuilt panvk (Mesa {}) into {prefix}",
@@ -441,17 +424,11 @@ pub fn icd_json(prefix: &str) -> String {
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(prefix) = mesa_prefix(ctx.manifest) else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: no `mesa` source is pinned",
-        ));
+        return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
     if !installed && !ctx.opts.wants("mesa") {
-        return Err(error::fail(
-            exit::UNSUPPORTED,
-            format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)"),
-        ));
+        return Err(Error::Unsupported(format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)")).into());
     }
     let f = ctx.facts;
     out.actions
@@ -541,10 +518,7 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = llama_source(ctx.manifest) else {
         if ctx.opts.named("llama-cpp") {
-            return Err(error::fail(
-                exit::BAD_INPUT,
-                "manifest: no `llama.cpp` source is pinned",
-            ));
+            return Err(Error::Manifest("manifest: no `llama.cpp` source is pinned".into()).into());
         }
         out.notes
             .push("llama-cpp: skipped, the manifest pins no llama.cpp source".into());
@@ -555,10 +529,7 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     }
     if src.build != BuildSystem::Cmake {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: llama.cpp must be built with cmake",
-        ));
+        return Err(Error::Manifest("manifest: llama.cpp must be built with cmake".into()).into());
     }
     let patches = patch_names("llama.cpp")?;
     out.summary = format!(
