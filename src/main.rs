@@ -20,7 +20,7 @@ fn main() {
     let json = cli.command.json();
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish_code(verb, json, doctor::run(args)),
-        cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
+        cli::Command::Setup(args) => finish_code(verb, json, setup::run(args, &settings)),
         cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
     };
     let _ = &settings;

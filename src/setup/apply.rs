@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
+use super::patches::{Patch, Series};
 use super::plan::Plan;
 use super::{archive, builder, fault, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
@@ -109,7 +110,13 @@ pub struct Outcome {
 }
 
 /// Run every step of `plan` in one transaction.
-pub fn apply(root: &Root, plan: &Plan, cache: &Cache, quiet: bool) -> anyhow::Result<Outcome> {
+pub fn apply(
+    root: &Root,
+    plan: &Plan,
+    cache: &Cache,
+    patches: &Series,
+    quiet: bool,
+) -> anyhow::Result<Outcome> {
     let names = plan.step_names();
     let mut txn = Txn::begin(root, &names)?;
     for step in &plan.steps {
@@ -119,7 +126,7 @@ pub fn apply(root: &Root, plan: &Plan, cache: &Cache, quiet: bool) -> anyhow::Re
         let result = step
             .actions
             .iter()
-            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, quiet));
+            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, patches, quiet));
         if let Err(err) = result {
             let id = txn.id().to_string();
             return match txn.abort() {
@@ -145,6 +152,7 @@ fn run_action(
     step: &str,
     action: &Action,
     cache: &Cache,
+    patches: &Series,
     quiet: bool,
 ) -> anyhow::Result<()> {
     match action {
@@ -208,7 +216,7 @@ fn run_action(
                 prefix,
                 options,
             };
-            build_source(txn, step, &spec, &tarball, quiet)
+            build_source(txn, step, &spec, &tarball, patches.get(project), quiet)
         }
         Action::InstallPrebuilt { sha256, prefix, .. } => {
             let archive_path = cached(cache, sha256)?.clone();
@@ -353,6 +361,7 @@ fn build_source(
     step: &str,
     s: &SourceSpec,
     tarball: &Path,
+    series: &[Patch],
     quiet: bool,
 ) -> anyhow::Result<()> {
     let state = StateDir::new(txn.root());
@@ -380,10 +389,9 @@ fn build_source(
             ))
             .into());
         }
-        let series = patches::series(s.project)?;
         let mut log = fs::File::create(&log_path)?;
         writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
-        patches::apply(&tree, &series, &mut log)?;
+        patches::apply(&tree, series, &mut log)?;
         drop(log);
         let b = builder::Build {
             system: s.system,

@@ -73,6 +73,8 @@ impl Facts {
 pub struct Probe<'a> {
     pub firmware_paths: &'a [String],
     pub present_paths: &'a [String],
+    /// `SUDO_USER` from the settings.
+    pub sudo_user: Option<&'a str>,
 }
 
 /// Read everything the planner needs.
@@ -169,9 +171,10 @@ pub fn gather(root: &Root, probe: &Probe) -> Facts {
         })
         .collect();
 
-    let invoking_user = std::env::var("SUDO_USER")
-        .ok()
-        .filter(|u| !u.is_empty() && u != "root");
+    let invoking_user = probe
+        .sudo_user
+        .filter(|u| !u.is_empty() && *u != "root")
+        .map(str::to_string);
 
     Facts {
         running_kernel,

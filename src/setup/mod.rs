@@ -27,11 +27,13 @@ use serde_json::json;
 use crate::error::Error;
 use crate::host::Root;
 use crate::manifest::Manifest;
-use crate::output::{self, Style};
+use crate::output;
 use crate::profile::Profiles;
+use crate::settings::{RvlVars, Settings};
 use crate::{cli, exit, fetch};
 
-pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
+pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<i32> {
+    fault::configure(settings.vars.fault.as_deref());
     let root = Root::open_dir(&args.system.root)?;
     if args.status {
         return status(&root, args.json);
@@ -50,11 +52,13 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
             cli::MesaFrom::Prebuilt => action::MesaSource::Prebuilt,
         },
     };
+    let series =
+        patches::Series::load(settings.vars.patches_dir.as_deref(), &built_projects(&opts))?;
     let make_plan = || -> anyhow::Result<plan::Plan> {
-        let facts = gather(&root, &manifest);
-        plan::plan(&facts, &target, &manifest, &opts)
+        let facts = gather(&root, &manifest, settings);
+        plan::plan(&facts, &target, &manifest, &series, &opts)
     };
-    let style = Style::detect();
+    let style = settings.style;
     let root_desc = describe_root(&root);
 
     if args.dry_run {
@@ -103,13 +107,13 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     if !args.json {
         print!("{}", render::plan_text(&p, &root_desc, style));
     }
-    confirm(args.yes)?;
+    confirm(args.yes, settings)?;
     let fetch_opts = fetch::Options {
         progress: fetch::Progress::Auto,
-        ..fetch_options_from_env()
+        ..fetch_options(&settings.vars)
     };
     let cache = apply::prefetch(&root, &p, &fetch_opts)?;
-    let outcome = apply::apply(&root, &p, &cache, false)?;
+    let outcome = apply::apply(&root, &p, &cache, &series, false)?;
     let after = make_plan()?;
     if args.json {
         output::print_json(&json!({
@@ -149,7 +153,19 @@ pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn gather(root: &Root, manifest: &Manifest) -> facts::Facts {
+/// The projects whose patch series this run may need: those of the build steps it plans.
+fn built_projects(opts: &action::Options) -> Vec<&'static str> {
+    let mut projects = Vec::new();
+    if opts.wants("mesa") && opts.mesa_from == action::MesaSource::Source {
+        projects.push("mesa");
+    }
+    if opts.wants("llama-cpp") {
+        projects.push("llama.cpp");
+    }
+    projects
+}
+
+fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts {
     let firmware_paths: Vec<String> = manifest
         .recommended_firmware()
         .map(|f| crate::firmware::standard_path(&f.path))
@@ -161,23 +177,22 @@ fn gather(root: &Root, manifest: &Manifest) -> facts::Facts {
         &facts::Probe {
             firmware_paths: &firmware_paths,
             present_paths: &present_paths,
+            sudo_user: settings.vars.sudo_user.as_deref(),
         },
     )
 }
 
 /// Network settings; `RVL_FETCH_STALL_SECS` / `RVL_FETCH_ATTEMPTS` shorten them for tests.
-fn fetch_options_from_env() -> fetch::Options {
+fn fetch_options(vars: &RvlVars) -> fetch::Options {
     let mut o = fetch::Options::default();
-    if let Some(s) = std::env::var("RVL_FETCH_STALL_SECS")
-        .ok()
+    if let Some(s) = vars
+        .fetch_stall_secs
+        .as_deref()
         .and_then(|v| v.parse().ok())
     {
         o.stall_timeout = std::time::Duration::from_secs(s);
     }
-    if let Some(n) = std::env::var("RVL_FETCH_ATTEMPTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(n) = vars.fetch_attempts.as_deref().and_then(|v| v.parse().ok()) {
         o.attempts = n;
         o.backoff = std::time::Duration::from_millis(50);
     }
@@ -214,11 +229,11 @@ fn require_write_access(root: &Root) -> anyhow::Result<()> {
     }
 }
 
-fn confirm(yes: bool) -> anyhow::Result<()> {
+fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }
-    if !output::can_prompt() {
+    if !settings.can_prompt() {
         return Err(Error::NotConfirmed("not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)".into()).into());
     }
     let ok = dialoguer::Confirm::new()

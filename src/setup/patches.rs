@@ -1,8 +1,11 @@
 //! Patch series (`patches/<project>/`): embedded in the binary at build time, or read from a
-//! directory named by `RVL_PATCHES_DIR` (development and tests). Order: the `series` file when
+//! directory named by `RVL_PATCHES_DIR` (development and tests; `settings.vars.patches_dir`).
+//! setup loads the series it needs once, before planning ([`Series::load`]), so the planner
+//! and apply work from the same bytes. Order: the `series` file when
 //! there is one (quilt's convention: one name a line, `#` comments), else every `*.patch` by
 //! name. A missing or empty series means "no patches". Applied with `patch -p1`.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -14,9 +17,6 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_patches.rs"));
 }
 
-/// Environment variable naming a directory that replaces the embedded `patches/`.
-pub const DIR_ENV: &str = "RVL_PATCHES_DIR";
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
     /// `project/file.patch`, as error messages show it.
@@ -24,10 +24,35 @@ pub struct Patch {
     pub data: Vec<u8>,
 }
 
-/// The series for `project` ("mesa", "llama.cpp").
-pub fn series(project: &str) -> anyhow::Result<Vec<Patch>> {
-    match std::env::var_os(DIR_ENV) {
-        Some(dir) => load_dir(&Path::new(&dir).join(project), project),
+/// The loaded series of the projects a run builds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Series {
+    by_project: BTreeMap<String, Vec<Patch>>,
+}
+
+impl Series {
+    /// Load the series of each of `projects`, from `dir` when given, else the embedded copy.
+    pub fn load(dir: Option<&Path>, projects: &[&str]) -> anyhow::Result<Series> {
+        let mut by_project = BTreeMap::new();
+        for p in projects {
+            by_project.insert(p.to_string(), series(p, dir)?);
+        }
+        Ok(Series { by_project })
+    }
+
+    /// The series of `project`; empty when it has none or was not loaded.
+    pub fn get(&self, project: &str) -> &[Patch] {
+        self.by_project
+            .get(project)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// The series for `project` ("mesa", "llama.cpp"), from `dir/<project>` or the embedded copy.
+pub fn series(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
+    match dir {
+        Some(dir) => load_dir(&dir.join(project), project),
         None => {
             let prefix = format!("{project}/");
             let files: Vec<(String, Vec<u8>)> = embedded::EMBEDDED
@@ -234,8 +259,8 @@ mod tests {
     #[test]
     fn embedded_mesa_series_is_empty() {
         // patches/mesa holds only its README until a Mesa-side patch exists.
-        if std::env::var_os(DIR_ENV).is_none() {
-            assert!(series("mesa").unwrap().is_empty());
-        }
+        assert!(series("mesa", None).unwrap().is_empty());
+        let loaded = Series::load(None, &["mesa"]).unwrap();
+        assert!(loaded.get("mesa").is_empty() && loaded.get("llama.cpp").is_empty());
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::action::{Action, Options};
 use super::facts::Facts;
+use super::patches::Series;
 use super::steps;
 use super::target::Target;
 use crate::error::Error;
@@ -67,6 +68,7 @@ pub fn plan(
     facts: &Facts,
     target: &Target,
     manifest: &Manifest,
+    patches: &Series,
     opts: &Options,
 ) -> anyhow::Result<Plan> {
     check_only(&opts.only)?;
@@ -77,6 +79,7 @@ pub fn plan(
     };
     let ctx = steps::Ctx {
         facts,
+        patches,
         target,
         manifest,
         opts,

@@ -3,6 +3,7 @@
 
 use super::action::{diff, Action, MesaSource, Options, Verify};
 use super::facts::Facts;
+use super::patches::Series;
 use super::paths::{
     prefix_for, BUILD_STAMP, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
     PROFILE_D_FILE, RVL_CONF,
@@ -49,6 +50,8 @@ pub fn build_deps(project: &str) -> &'static str {
 
 pub struct Ctx<'a> {
     pub facts: &'a Facts,
+    /// The patch series, loaded before planning.
+    pub patches: &'a Series,
     pub target: &'a Target,
     pub manifest: &'a Manifest,
     pub opts: &'a Options,
@@ -356,11 +359,12 @@ fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String
     }
 }
 
-fn patch_names(project: &str) -> anyhow::Result<Vec<String>> {
-    Ok(super::patches::series(project)?
-        .into_iter()
-        .map(|p| p.name)
-        .collect())
+fn patch_names(ctx: &Ctx, project: &str) -> Vec<String> {
+    ctx.patches
+        .get(project)
+        .iter()
+        .map(|p| p.name.clone())
+        .collect()
 }
 
 pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
@@ -374,7 +378,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     }
     match ctx.opts.mesa_from {
         MesaSource::Source => {
-            let patches = patch_names("mesa")?;
+            let patches = patch_names(ctx, "mesa");
             out.summary = format!(
                 "build panvk from Mesa {} ({} patch{}) into {prefix}",
                 src.version,
@@ -531,7 +535,7 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
     if src.build != BuildSystem::Cmake {
         return Err(Error::Manifest("manifest: llama.cpp must be built with cmake".into()).into());
     }
-    let patches = patch_names("llama.cpp")?;
+    let patches = patch_names(ctx, "llama.cpp");
     out.summary = format!(
         "build llama.cpp {} with Vulkan ({} patch{}) into {prefix}",
         src.version,
