@@ -20,7 +20,7 @@ fn main() {
     let json = cli.command.json();
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish_code(verb, json, doctor::run(args)),
-        cli::Command::Setup(args) => finish_code(verb, json, setup::run(args, &settings)),
+        cli::Command::Setup(args) => finish(verb, json, &settings, setup::run(args, &settings)),
         cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
     };
     let _ = &settings;
@@ -28,7 +28,6 @@ fn main() {
 }
 
 /// Print a verb's outcome, as text or in the JSON envelope, and return its exit status.
-#[allow(dead_code)]
 fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Result<O>) -> i32 {
     match r {
         Ok(outcome) => {
