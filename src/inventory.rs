@@ -1,15 +1,14 @@
 //! What rvl observed on a system: plain data, gathered once by [`crate::host::gather`], read by
-//! the pure checks in [`crate::doctor`], embedded in `rvl doctor --json`. Paths are in-root.
+//! the pure checks in [`crate::doctor`] and setup's planner, embedded in `rvl doctor --json`.
+//! Paths are in-root. This module does no IO and imports nothing from `host`; `host` produces
+//! these types (the live probes' own types are the exception, for now).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::firmware::FirmwareFacts;
-use crate::host::devicetree::DeviceTree;
-use crate::host::env::Env;
 use crate::host::live::LiveFacts;
-use crate::host::sysfs::{PlatformGpu, RenderNode};
 use crate::icd::IcdFacts;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,4 +132,95 @@ pub struct ArmbianFacts {
     /// Target of the `/boot/Image` link, and the release it names.
     pub image: Option<String>,
     pub image_release: Option<String>,
+}
+
+/// The device tree as the kernel exposes it (`/proc/device-tree`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceTree {
+    /// In-root directory the tree was read from.
+    pub base: String,
+    pub model: Option<String>,
+    pub compatible: Vec<String>,
+    /// Every top-level node that is (or could be) the Mali GPU, sorted by path.
+    pub gpu_nodes: Vec<DtNode>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DtNode {
+    /// Node path as the kernel names it, e.g. "/gpu@fb000000".
+    pub path: String,
+    pub compatible: Vec<String>,
+    /// The `status` property; absent means enabled.
+    pub status: Option<String>,
+}
+
+impl DtNode {
+    pub fn enabled(&self) -> bool {
+        matches!(self.status.as_deref(), None | Some("okay") | Some("ok"))
+    }
+}
+
+/// The environment variables the checks depend on, read once. Checks get this snapshot, never
+/// the process environment, so tests can hand them any environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// A variable's value; an empty value counts as unset (as the Vulkan loader and rustup do).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformGpu {
+    /// Device name, e.g. "fb000000.gpu".
+    pub name: String,
+    /// In-root sysfs path the device link resolves to.
+    pub path: String,
+    pub compatible: Vec<String>,
+    /// Name of the bound driver ("panthor", "mali"), none when unbound.
+    pub driver: Option<String>,
+    /// `gpuinfo` as kbase exposes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpuinfo: Option<String>,
+}
+
+impl PlatformGpu {
+    /// True when panthor can drive this node (its binding, not kbase's).
+    pub fn panthor_capable(&self) -> bool {
+        self.compatible
+            .iter()
+            .any(|c| c == "arm,mali-valhall-csf" || c == "rockchip,rk3588-mali")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderNode {
+    /// "renderD128".
+    pub name: String,
+    /// In-root sysfs path of the device behind it.
+    pub device: Option<String>,
+    /// Driver bound to that device.
+    pub driver: Option<String>,
+    /// "/dev/dri/renderD128".
+    pub dev_path: String,
+    pub dev_exists: bool,
 }
