@@ -287,15 +287,15 @@ fn boot_facts(root: &Root) -> BootFacts {
                 entries: conf.entries().iter().map(entry).collect(),
             }
         });
-    let uboot_menu = ubootmenu::UbootMenu::installed(root).then(|| {
-        let menu = ubootmenu::UbootMenu::read(root);
+    let uboot_menu = super::boot::uboot_menu_installed(root).then(|| {
+        let menu = super::boot::uboot_menu(root);
         let setting = menu.get("U_BOOT_DEFAULT");
         UbootMenuFacts {
             default_label: menu.default_label().to_string(),
             default_from: setting.map(|s| format!("{}:{}", s.file, s.assignment.line)),
             default_known: setting
                 .is_none_or(|s| s.assignment.literal && !s.assignment.conditional),
-            kernels: ubootmenu::installed_kernels(root),
+            kernels: super::boot::installed_kernels(root),
             fdt_overlays: menu
                 .get("U_BOOT_FDT_OVERLAYS")
                 .map(|s| s.assignment.value.clone()),

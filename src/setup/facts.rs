@@ -80,18 +80,18 @@ pub struct Probe<'a> {
 /// Read everything the planner needs.
 pub fn gather(root: &Root, probe: &Probe) -> Facts {
     let running_kernel = crate::host::kernel::running_release(root);
-    let installed_kernels = ubootmenu::installed_kernels(root);
+    let installed_kernels = crate::host::boot::installed_kernels(root);
     // The profile names a board's usual layout; what is on the image wins.
     let layout = if root.exists(armbian::ARMBIAN_ENV) {
         Some(BootLayout::Armbian)
-    } else if ubootmenu::UbootMenu::installed(root) {
+    } else if crate::host::boot::uboot_menu_installed(root) {
         Some(BootLayout::UBootMenu)
     } else if root.exists(ubootmenu::EXTLINUX_CONF) {
         Some(BootLayout::Extlinux)
     } else {
         None
     };
-    let menu = (layout == Some(BootLayout::UBootMenu)).then(|| ubootmenu::UbootMenu::read(root));
+    let menu = (layout == Some(BootLayout::UBootMenu)).then(|| crate::host::boot::uboot_menu(root));
 
     let mut text_paths: Vec<String> = [
         RVL_CONF,
