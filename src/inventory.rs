@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bootcfg::ubootmenu::UbootMenu;
 use crate::firmware::FirmwareFacts;
 use crate::host::live::LiveFacts;
 use crate::icd::IcdFacts;
+use crate::profile::BootLayout;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
@@ -223,4 +225,53 @@ pub struct RenderNode {
     /// "/dev/dri/renderD128".
     pub dev_path: String,
     pub dev_exists: bool,
+}
+
+/// What setup's planner reads, gathered by [`crate::host::gather::setup_facts`].
+///
+/// Not the doctor's [`Inventory`] on purpose: the planner needs the whole text of every file it
+/// may edit (to diff and rewrite it), link targets as written, the hash of the raw file at the
+/// path it installs to, and the configs of the *installed* kernels; the inventory keeps parsed
+/// summaries of the running system. Both are read by the same `host` readers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SetupFacts {
+    pub running_kernel: Option<String>,
+    /// Releases with an image in /boot, highest first.
+    pub installed_kernels: Vec<String>,
+    /// How this image chooses its kernel; None when setup cannot tell.
+    pub layout: Option<BootLayout>,
+    /// u-boot-menu's merged settings, when it is installed.
+    pub menu: Option<UbootMenu>,
+    /// Text of every file the planner may read or edit (None: absent or unreadable).
+    pub files: BTreeMap<String, Option<String>>,
+    /// Targets of the links the planner may repoint (None: not a link / absent).
+    pub links: BTreeMap<String, Option<String>>,
+    /// sha256 of files the planner compares by hash (firmware).
+    pub hashes: BTreeMap<String, Option<String>>,
+    /// Paths whose existence matters (install prefixes, kernel artefacts, overlays).
+    pub present: BTreeMap<String, bool>,
+    /// `CONFIG_DRM_PANTHOR` per installed kernel (`y`, `m`, `n`; None: no config or not in it).
+    pub panthor_config: BTreeMap<String, Option<String>>,
+    /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
+    pub invoking_user: Option<String>,
+}
+
+impl SetupFacts {
+    pub fn file(&self, path: &str) -> Option<&str> {
+        self.files.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn link(&self, path: &str) -> Option<&str> {
+        self.links.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn is_present(&self, path: &str) -> bool {
+        self.present.get(path).copied().unwrap_or(false)
+    }
+
+    pub fn panthor_builtin(&self, release: &str) -> bool {
+        self.panthor_config
+            .get(release)
+            .is_some_and(|v| v.as_deref() == Some("y"))
+    }
 }

@@ -2,7 +2,9 @@
 //! kernels in `/boot`. The formats are parsed (pure) in [`crate::bootcfg`]; reading is here.
 
 use super::Root;
-use crate::bootcfg::ubootmenu::{self, Fragment, UbootMenu};
+use crate::bootcfg::armbian::ARMBIAN_ENV;
+use crate::bootcfg::ubootmenu::{self, Fragment, UbootMenu, EXTLINUX_CONF};
+use crate::profile::BootLayout;
 
 /// Is u-boot-menu in charge of extlinux.conf on this root?
 pub fn uboot_menu_installed(root: &Root) -> bool {
@@ -31,6 +33,20 @@ pub fn uboot_menu(root: &Root) -> UbootMenu {
         };
         (f.clone(), fragment)
     }))
+}
+
+/// How this image chooses its kernel, as its files say (what is on the image wins over the
+/// profile's usual layout); None when none of the known mechanisms is there.
+pub fn layout(root: &Root) -> Option<BootLayout> {
+    if root.exists(ARMBIAN_ENV) {
+        Some(BootLayout::Armbian)
+    } else if uboot_menu_installed(root) {
+        Some(BootLayout::UBootMenu)
+    } else if root.exists(EXTLINUX_CONF) {
+        Some(BootLayout::Extlinux)
+    } else {
+        None
+    }
 }
 
 /// Kernel releases installed in `/boot`, highest first (u-boot-update's `l0`, `l1`, ...).

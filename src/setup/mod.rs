@@ -23,8 +23,11 @@ pub mod target;
 
 use std::os::unix::fs::MetadataExt;
 
+use crate::bootcfg::armbian::ARMBIAN_ENV;
+use crate::bootcfg::ubootmenu::EXTLINUX_CONF;
 use crate::error::Error;
-use crate::host::Root;
+use crate::host::gather::SetupProbe;
+use crate::host::{self, Root};
 use crate::manifest::Manifest;
 use crate::profile::Profiles;
 use crate::settings::{RvlVars, Settings};
@@ -179,21 +182,34 @@ fn built_projects(opts: &action::Options) -> Vec<&'static str> {
     projects
 }
 
+/// Read the facts through the root: the files setup owns or edits, the boot links, the
+/// firmware's hash and the install stamps of the pinned builds.
 fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts {
-    let firmware_paths: Vec<String> = manifest
-        .recommended_firmware()
-        .map(|f| crate::firmware::standard_path(&f.path))
-        .into_iter()
-        .collect();
-    let present_paths = steps::probe_paths(manifest);
-    facts::gather(
-        root,
-        &facts::Probe {
-            firmware_paths: &firmware_paths,
-            present_paths: &present_paths,
-            sudo_user: settings.vars.sudo_user.as_deref(),
-        },
-    )
+    let texts = [
+        paths::RVL_CONF,
+        EXTLINUX_CONF,
+        ARMBIAN_ENV,
+        paths::GROUP_FILE,
+        paths::GSHADOW_FILE,
+        paths::ICD_FILE,
+        paths::ENVIRONMENT_D_FILE,
+        paths::PROFILE_D_FILE,
+    ]
+    .map(String::from)
+    .to_vec();
+    let probe = SetupProbe {
+        texts,
+        links: paths::ARMBIAN_BOOT_LINKS.map(String::from).to_vec(),
+        hashes: manifest
+            .recommended_firmware()
+            .map(|f| crate::firmware::standard_path(&f.path))
+            .into_iter()
+            .collect(),
+        present: steps::probe_paths(manifest),
+        listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
+        sudo_user: settings.vars.sudo_user.clone(),
+    };
+    host::gather::setup_facts(root, &probe)
 }
 
 /// Network settings; `RVL_FETCH_STALL_SECS` / `RVL_FETCH_ATTEMPTS` shorten them for tests.
