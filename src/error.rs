@@ -71,6 +71,10 @@ pub enum Error {
     #[error("{0}")]
     NotConfirmed(String),
 
+    /// A tool rvl runs is missing or failed (pip, patch, a build system, a boot tool).
+    #[error("{0}")]
+    Tool(String),
+
     /// A setup step failed; what it had changed was rolled back.
     #[error("{0}")]
     StepFailed(String),
@@ -118,7 +122,7 @@ impl Error {
             Error::Locked(_) => exit::LOCKED,
             Error::NoVulkan(_) | Error::DeviceUnusable { .. } => exit::NO_VULKAN,
             Error::NotConfirmed(_) => exit::NOT_CONFIRMED,
-            Error::StepFailed(_) | Error::Vulkan { .. } => exit::PROBLEMS,
+            Error::Tool(_) | Error::StepFailed(_) | Error::Vulkan { .. } => exit::PROBLEMS,
             Error::RollbackIncomplete(_) => exit::ROLLBACK_INCOMPLETE,
             Error::Internal(_) => exit::INTERNAL,
         }
@@ -139,6 +143,7 @@ impl Error {
             Error::Locked(_) => "locked",
             Error::NoVulkan(_) | Error::DeviceUnusable { .. } => "no-vulkan",
             Error::NotConfirmed(_) => "not-confirmed",
+            Error::Tool(_) => "tool",
             Error::StepFailed(_) => "step-failed",
             Error::RollbackIncomplete(_) => "rollback-incomplete",
             Error::Vulkan { .. } => "vulkan",

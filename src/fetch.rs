@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::digest::sha256_file;
-use crate::{error, exit};
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use reqwest::{StatusCode, Url};
@@ -107,6 +106,9 @@ pub enum FetchError {
     },
     #[error("{url}: {detail}")]
     Network { url: String, detail: String },
+    /// `pip download` failed, or python/pip could not be run (the text says which).
+    #[error("{0}")]
+    Pip(String),
     #[error("writing {path}: {source}")]
     Io {
         path: PathBuf,
@@ -124,11 +126,6 @@ impl FetchError {
             FetchError::Network { .. } => true,
             _ => false,
         }
-    }
-
-    /// The error as the process reports it (exit status DOWNLOAD).
-    pub fn into_failure(self) -> anyhow::Error {
-        error::fail(exit::DOWNLOAD, format!("download failed: {self}"))
     }
 }
 
@@ -659,6 +656,7 @@ mod tests {
             url: "u".into(),
             secs: 1.0,
         };
-        assert_eq!(error::exit_code_of(&e.into_failure()), exit::DOWNLOAD);
+        let e = anyhow::Error::from(crate::error::Error::from(e));
+        assert_eq!(crate::error::exit_code_of(&e), crate::exit::DOWNLOAD);
     }
 }

@@ -1,15 +1,16 @@
 //! What rvl observed on a system: plain data, gathered once by [`crate::host::gather`], read by
-//! the pure checks in [`crate::doctor`], embedded in `rvl doctor --json`. Paths are in-root.
+//! the pure checks in [`crate::doctor`] and setup's planner, embedded in `rvl doctor --json`.
+//! Paths are in-root. This module does no IO and imports nothing from `host`; `host` produces
+//! these types (the live probes' own types are the exception, for now).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bootcfg::ubootmenu::UbootMenu;
 use crate::firmware::FirmwareFacts;
-use crate::host::devicetree::DeviceTree;
-use crate::host::env::Env;
-use crate::host::sysfs::{PlatformGpu, RenderNode};
 use crate::icd::IcdFacts;
+use crate::profile::BootLayout;
 use crate::vulkan::info::VulkanProbe;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,4 +177,144 @@ pub struct XdgFacts {
     pub is_dir: bool,
     pub owner: Option<u32>,
     pub mode: Option<u32>,
+}
+
+/// The device tree as the kernel exposes it (`/proc/device-tree`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceTree {
+    /// In-root directory the tree was read from.
+    pub base: String,
+    pub model: Option<String>,
+    pub compatible: Vec<String>,
+    /// Every top-level node that is (or could be) the Mali GPU, sorted by path.
+    pub gpu_nodes: Vec<DtNode>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DtNode {
+    /// Node path as the kernel names it, e.g. "/gpu@fb000000".
+    pub path: String,
+    pub compatible: Vec<String>,
+    /// The `status` property; absent means enabled.
+    pub status: Option<String>,
+}
+
+impl DtNode {
+    pub fn enabled(&self) -> bool {
+        matches!(self.status.as_deref(), None | Some("okay") | Some("ok"))
+    }
+}
+
+/// The environment variables the checks depend on, read once. Checks get this snapshot, never
+/// the process environment, so tests can hand them any environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// A variable's value; an empty value counts as unset (as the Vulkan loader and rustup do).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformGpu {
+    /// Device name, e.g. "fb000000.gpu".
+    pub name: String,
+    /// In-root sysfs path the device link resolves to.
+    pub path: String,
+    pub compatible: Vec<String>,
+    /// Name of the bound driver ("panthor", "mali"), none when unbound.
+    pub driver: Option<String>,
+    /// `gpuinfo` as kbase exposes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpuinfo: Option<String>,
+}
+
+impl PlatformGpu {
+    /// True when panthor can drive this node (its binding, not kbase's).
+    pub fn panthor_capable(&self) -> bool {
+        self.compatible
+            .iter()
+            .any(|c| c == "arm,mali-valhall-csf" || c == "rockchip,rk3588-mali")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderNode {
+    /// "renderD128".
+    pub name: String,
+    /// In-root sysfs path of the device behind it.
+    pub device: Option<String>,
+    /// Driver bound to that device.
+    pub driver: Option<String>,
+    /// "/dev/dri/renderD128".
+    pub dev_path: String,
+    pub dev_exists: bool,
+}
+
+/// What setup's planner reads, gathered by [`crate::host::gather::setup_facts`].
+///
+/// Not the doctor's [`Inventory`] on purpose: the planner needs the whole text of every file it
+/// may edit (to diff and rewrite it), link targets as written, the hash of the raw file at the
+/// path it installs to, and the configs of the *installed* kernels; the inventory keeps parsed
+/// summaries of the running system. Both are read by the same `host` readers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SetupFacts {
+    pub running_kernel: Option<String>,
+    /// Releases with an image in /boot, highest first.
+    pub installed_kernels: Vec<String>,
+    /// How this image chooses its kernel; None when setup cannot tell.
+    pub layout: Option<BootLayout>,
+    /// u-boot-menu's merged settings, when it is installed.
+    pub menu: Option<UbootMenu>,
+    /// Text of every file the planner may read or edit (None: absent or unreadable).
+    pub files: BTreeMap<String, Option<String>>,
+    /// Targets of the links the planner may repoint (None: not a link / absent).
+    pub links: BTreeMap<String, Option<String>>,
+    /// sha256 of files the planner compares by hash (firmware).
+    pub hashes: BTreeMap<String, Option<String>>,
+    /// Paths whose existence matters (install prefixes, kernel artefacts, overlays).
+    pub present: BTreeMap<String, bool>,
+    /// `CONFIG_DRM_PANTHOR` per installed kernel (`y`, `m`, `n`; None: no config or not in it).
+    pub panthor_config: BTreeMap<String, Option<String>>,
+    /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
+    pub invoking_user: Option<String>,
+}
+
+impl SetupFacts {
+    pub fn file(&self, path: &str) -> Option<&str> {
+        self.files.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn link(&self, path: &str) -> Option<&str> {
+        self.links.get(path).and_then(|o| o.as_deref())
+    }
+
+    pub fn is_present(&self, path: &str) -> bool {
+        self.present.get(path).copied().unwrap_or(false)
+    }
+
+    pub fn panthor_builtin(&self, release: &str) -> bool {
+        self.panthor_config
+            .get(release)
+            .is_some_and(|v| v.as_deref() == Some("y"))
+    }
 }

@@ -22,7 +22,7 @@ fn main() {
     let json = cli.command.json();
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish(verb, json, &settings, doctor::run(args, &settings)),
-        cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
+        cli::Command::Setup(args) => finish(verb, json, &settings, setup::run(args, &settings)),
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }
@@ -44,14 +44,6 @@ fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Re
             }
             code
         }
-        Err(err) => report_error(verb, json, &err),
-    }
-}
-
-/// Transitional: a verb that printed its own output and returned only its status.
-fn finish_code(verb: &str, json: bool, r: anyhow::Result<i32>) -> i32 {
-    match r {
-        Ok(code) => code,
         Err(err) => report_error(verb, json, &err),
     }
 }

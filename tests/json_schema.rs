@@ -131,3 +131,35 @@ fn smoke_bench_documents_follow_the_schema() {
     );
     assert_eq!(error["error"]["kind"], "no-vulkan");
 }
+
+#[test]
+fn setup_documents_follow_the_schema() {
+    let root = fixture_root("boltzmann-vendor-kbase");
+    let doc = checked(
+        &[
+            "setup",
+            "--root",
+            &root,
+            "--board",
+            "boltzmann",
+            "--dry-run",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        (&doc["command"], &doc["mode"]),
+        (&"setup".into(), &"plan".into())
+    );
+    let doc = checked(&["setup", "--root", &root, "--status", "--json"], &[]);
+    assert_eq!(doc["mode"], "status");
+    let empty = tempfile::tempdir().unwrap();
+    let empty = empty.path().display().to_string();
+    let doc = checked(&["setup", "--root", &empty, "--rollback", "--json"], &[]);
+    assert_eq!(doc["mode"], "rollback");
+    let doc = checked(
+        &["setup", "--root", &root, "--only", "kernal", "--json"],
+        &[],
+    );
+    assert_eq!(doc["error"]["kind"], "usage");
+}

@@ -12,13 +12,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::kver;
-use crate::host::Root;
 
 pub const DEFAULTS_FILE: &str = "/etc/default/u-boot";
 pub const PACKAGE_CONF_DIR: &str = "/usr/share/u-boot-menu/conf.d";
 pub const ADMIN_CONF_DIR: &str = "/etc/u-boot-menu/conf.d";
-/// The file `rvl setup` owns.
-pub const RVL_CONF: &str = "/etc/u-boot-menu/conf.d/rvl.conf";
 /// Where u-boot-update writes its output.
 pub const EXTLINUX_CONF: &str = "/boot/extlinux/extlinux.conf";
 /// u-boot-menu's built-in default for `U_BOOT_DEFAULT`.
@@ -157,31 +154,43 @@ pub struct UbootMenu {
     pub unreadable: Vec<String>,
 }
 
-impl UbootMenu {
-    /// Is u-boot-menu in charge of extlinux.conf on this root?
-    pub fn installed(root: &Root) -> bool {
-        root.exists("/usr/sbin/u-boot-update")
-            || root.exists("/usr/share/u-boot-menu")
-            || root.exists(ADMIN_CONF_DIR)
-    }
+/// Paths whose presence means u-boot-menu is in charge of extlinux.conf.
+pub const INSTALLED_MARKERS: [&str; 3] = [
+    "/usr/sbin/u-boot-update",
+    "/usr/share/u-boot-menu",
+    ADMIN_CONF_DIR,
+];
 
-    pub fn read(root: &Root) -> Self {
-        let mut files = vec![DEFAULTS_FILE.to_string()];
-        for dir in [PACKAGE_CONF_DIR, ADMIN_CONF_DIR] {
-            if let Ok(names) = root.list_dir(dir) {
-                files.extend(
-                    names
-                        .into_iter()
-                        .filter(|n| n.ends_with(".conf"))
-                        .map(|n| format!("{dir}/{n}")),
-                );
-            }
-        }
+/// The fragments u-boot-update sources, in its order, given the names in its two conf.d
+/// directories (any order; only `*.conf` count).
+pub fn conf_files(package_names: &[String], admin_names: &[String]) -> Vec<String> {
+    let mut files = vec![DEFAULTS_FILE.to_string()];
+    for (dir, names) in [
+        (PACKAGE_CONF_DIR, package_names),
+        (ADMIN_CONF_DIR, admin_names),
+    ] {
+        let mut names: Vec<&String> = names.iter().filter(|n| n.ends_with(".conf")).collect();
+        names.sort();
+        files.extend(names.into_iter().map(|n| format!("{dir}/{n}")));
+    }
+    files
+}
+
+/// What reading one fragment gave.
+pub enum Fragment<'a> {
+    Text(&'a str),
+    Missing,
+    Unreadable,
+}
+
+impl UbootMenu {
+    /// Merge the fragments in the order given (see [`conf_files`]); the last assignment wins.
+    pub fn merge<'a>(fragments: impl IntoIterator<Item = (String, Fragment<'a>)>) -> Self {
         let mut menu = UbootMenu::default();
-        for file in files {
-            match root.read_string(&file) {
-                Ok(text) => {
-                    for a in parse_assignments(&text) {
+        for (file, fragment) in fragments {
+            match fragment {
+                Fragment::Text(text) => {
+                    for a in parse_assignments(text) {
                         menu.settings.insert(
                             a.name.clone(),
                             Setting {
@@ -192,8 +201,8 @@ impl UbootMenu {
                     }
                     menu.files.push(file);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(_) => menu.unreadable.push(file),
+                Fragment::Missing => {}
+                Fragment::Unreadable => menu.unreadable.push(file),
             }
         }
         menu
@@ -212,12 +221,10 @@ impl UbootMenu {
 }
 
 /// Kernel releases installed in `/boot` (`vmlinuz-*`, `vmlinux-*`), as `linux-version list`
-/// finds them, highest first.
-pub fn installed_kernels(root: &Root) -> Vec<String> {
-    let mut releases: Vec<String> = root
-        .list_dir("/boot")
-        .unwrap_or_default()
-        .into_iter()
+/// finds them, highest first, from the names in `/boot`.
+pub fn installed_kernels(boot_names: &[String]) -> Vec<String> {
+    let mut releases: Vec<String> = boot_names
+        .iter()
         .filter_map(|n| {
             n.strip_prefix("vmlinuz-")
                 .or_else(|| n.strip_prefix("vmlinux-"))
@@ -244,7 +251,6 @@ pub fn label_for_release(installed: &[String], release: &str) -> Option<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     #[test]
     fn radxa_conf_marks_conditional_and_dynamic_values() {
@@ -281,49 +287,56 @@ mod tests {
 
     #[test]
     fn admin_conf_d_wins_over_package_and_defaults() {
-        let dir = tempfile::tempdir().unwrap();
-        let b = dir.path();
-        fs::create_dir_all(b.join("etc/default")).unwrap();
-        fs::create_dir_all(b.join("usr/share/u-boot-menu/conf.d")).unwrap();
-        fs::create_dir_all(b.join("etc/u-boot-menu/conf.d")).unwrap();
-        fs::write(
-            b.join("etc/default/u-boot"),
+        let files = conf_files(&["radxa.conf".into(), "x.txt".into()], &["rvl.conf".into()]);
+        assert_eq!(
+            files,
+            [
+                DEFAULTS_FILE,
+                "/usr/share/u-boot-menu/conf.d/radxa.conf",
+                "/etc/u-boot-menu/conf.d/rvl.conf"
+            ]
+        );
+        let texts = [
             "U_BOOT_DEFAULT=l2\nU_BOOT_TIMEOUT=50\n",
-        )
-        .unwrap();
-        fs::write(
-            b.join("usr/share/u-boot-menu/conf.d/radxa.conf"),
             "U_BOOT_TIMEOUT=10\n",
-        )
-        .unwrap();
-        fs::write(
-            b.join("etc/u-boot-menu/conf.d/rvl.conf"),
             "U_BOOT_DEFAULT=\"l1\"\n",
-        )
-        .unwrap();
-        let root = Root::new(b);
-        let menu = UbootMenu::read(&root);
-        assert!(UbootMenu::installed(&root));
+        ];
+        let menu = UbootMenu::merge(
+            files
+                .iter()
+                .cloned()
+                .zip(texts.iter().map(|t| Fragment::Text(t))),
+        );
         assert_eq!(menu.default_label(), "l1");
-        assert_eq!(menu.get("U_BOOT_DEFAULT").unwrap().file, RVL_CONF);
+        assert_eq!(
+            menu.get("U_BOOT_DEFAULT").unwrap().file,
+            "/etc/u-boot-menu/conf.d/rvl.conf"
+        );
         assert_eq!(menu.get("U_BOOT_TIMEOUT").unwrap().assignment.value, "10");
         assert_eq!(menu.files.len(), 3);
+        let none = UbootMenu::merge([
+            (DEFAULTS_FILE.to_string(), Fragment::Missing),
+            (
+                "/etc/u-boot-menu/conf.d/a.conf".to_string(),
+                Fragment::Unreadable,
+            ),
+        ]);
+        assert_eq!(none.default_label(), "l0");
+        assert_eq!(none.unreadable, ["/etc/u-boot-menu/conf.d/a.conf"]);
     }
 
     #[test]
     fn labels_follow_linux_version_sort() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("boot")).unwrap();
-        for f in [
+        let names: Vec<String> = [
             "vmlinuz-6.1.75-npu-port",
             "vmlinuz-7.0.0-rc3-marfrit-A1",
             "initrd.img-6.1.75-npu-port",
             "config-6.1.75-npu-port",
-        ] {
-            fs::write(dir.path().join("boot").join(f), "").unwrap();
-        }
-        let root = Root::new(dir.path());
-        let kernels = installed_kernels(&root);
+            "vmlinuz-5.0.old",
+        ]
+        .map(String::from)
+        .to_vec();
+        let kernels = installed_kernels(&names);
         assert_eq!(kernels, ["7.0.0-rc3-marfrit-A1", "6.1.75-npu-port"]);
         assert_eq!(
             label_for_release(&kernels, "6.1.75-npu-port").as_deref(),
@@ -334,6 +347,5 @@ mod tests {
             Some("l0")
         );
         assert_eq!(label_for_release(&kernels, "5.10"), None);
-        assert_eq!(UbootMenu::read(&root).default_label(), "l0");
     }
 }

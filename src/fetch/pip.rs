@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use super::{sync_parent, verify_file, Progress};
+use super::{sync_parent, verify_file, FetchError, Progress};
+use crate::error::Error;
 use crate::manifest::PipSource;
-use crate::{error, exit};
 
 /// What to fetch and what it must be.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
         .prefix(".pip-")
         .tempdir_in(dir)
         .map_err(|e| {
-            fail(format!(
+            failed(format!(
                 "cannot create a directory in {}: {e}",
                 dir.display()
             ))
@@ -64,7 +64,7 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
     }
     let out = run(&python, &download_args(&req.pip.requirement, work.path()))?;
     if !out.status.success() {
-        return Err(fail(format!(
+        return Err(failed(format!(
             "{what} failed ({}):\n{}",
             out.status,
             last_lines(&out, 8)
@@ -79,7 +79,7 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
                     .collect()
             })
             .unwrap_or_default();
-        return Err(fail(format!(
+        return Err(failed(format!(
             "{what} saved no {} (it saved: {})",
             req.pip.filename,
             if wrote.is_empty() {
@@ -89,10 +89,10 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
             }
         )));
     }
-    verify_file(&what, &got, req.sha256, req.size).map_err(super::FetchError::into_failure)?;
+    verify_file(&what, &got, req.sha256, req.size).map_err(Error::from)?;
     std::fs::rename(&got, dest)
         .and_then(|()| sync_parent(dest))
-        .map_err(|e| fail(format!("cannot move {} into place: {e}", dest.display())))?;
+        .map_err(|e| failed(format!("cannot move {} into place: {e}", dest.display())))?;
     if progress == Progress::Auto {
         eprintln!("{what}: {} bytes, sha256 ok", req.size);
     }
@@ -102,29 +102,24 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
 /// python3 with pip, and the sdist's build backend when the manifest names one.
 fn check_pip(pip: &PipSource) -> anyhow::Result<PathBuf> {
     let missing_pip = || {
-        error::fail(
-            exit::PROBLEMS,
-            format!(
-                "pip is not installed (`python3 -m pip` fetches {}); install it with: sudo apt install python3-pip",
-                pip.filename
-            ),
-        )
+        Error::Tool(format!(
+            "pip is not installed (`python3 -m pip` fetches {}); install it with: sudo apt install python3-pip",
+            pip.filename
+        ))
     };
     let python = which::which("python3").map_err(|_| missing_pip())?;
     let has_pip = run(&python, &["-m".into(), "pip".into(), "--version".into()])?;
     if !has_pip.status.success() {
-        return Err(missing_pip());
+        return Err(missing_pip().into());
     }
     if let Some(backend) = &pip.backend {
         let args = ["-m", "pip", "show", "--quiet", backend.as_str()].map(String::from);
         if !run(&python, &args)?.status.success() {
-            return Err(error::fail(
-                exit::PROBLEMS,
-                format!(
-                    "pip needs {backend} (the build backend of {}) to read its metadata; install it with: sudo apt install python3-{backend} (Debian 12: from bookworm-backports)",
-                    pip.filename
-                ),
-            ));
+            return Err(Error::Tool(format!(
+                "pip needs {backend} (the build backend of {}) to read its metadata; install it with: sudo apt install python3-{backend} (Debian 12: from bookworm-backports)",
+                pip.filename
+            ))
+            .into());
         }
     }
     Ok(python)
@@ -135,11 +130,12 @@ fn run(python: &Path, args: &[String]) -> anyhow::Result<Output> {
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| fail(format!("cannot run {}: {e}", python.display())))
+        .map_err(|e| failed(format!("cannot run {}: {e}", python.display())))
 }
 
-fn fail(msg: String) -> anyhow::Error {
-    error::fail(exit::DOWNLOAD, msg)
+/// A failure of the pip download itself (exit status DOWNLOAD, like any other download).
+fn failed(msg: String) -> anyhow::Error {
+    Error::from(FetchError::Pip(msg)).into()
 }
 
 /// The end of what pip said, indented, for an error message.

@@ -2,40 +2,14 @@
 //! the property's exact bytes (`Documentation/ABI/testing/sysfs-firmware-ofw`). Strings end in a
 //! NUL; string lists are NUL-separated.
 
-use serde::{Deserialize, Serialize};
-
 use super::Root;
+pub use crate::inventory::{DeviceTree, DtNode};
 
 /// Where the live tree is, in the order userspace is told to look.
 const BASES: &[&str] = &["/proc/device-tree", "/sys/firmware/devicetree/base"];
 
 /// A cap far above any real property: `compatible` lists are tens of bytes.
 const PROP_CAP: u64 = 64 << 10;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceTree {
-    /// In-root directory the tree was read from.
-    pub base: String,
-    pub model: Option<String>,
-    pub compatible: Vec<String>,
-    /// Every top-level node that is (or could be) the Mali GPU, sorted by path.
-    pub gpu_nodes: Vec<DtNode>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DtNode {
-    /// Node path as the kernel names it, e.g. "/gpu@fb000000".
-    pub path: String,
-    pub compatible: Vec<String>,
-    /// The `status` property; absent means enabled.
-    pub status: Option<String>,
-}
-
-impl DtNode {
-    pub fn enabled(&self) -> bool {
-        matches!(self.status.as_deref(), None | Some("okay") | Some("ok"))
-    }
-}
 
 /// A string-list property: NUL-separated, empty pieces dropped, invalid UTF-8 replaced.
 pub fn parse_string_list(bytes: &[u8]) -> Vec<String> {

@@ -1,10 +1,6 @@
 //! The environment variables the checks depend on, read once. Checks get this snapshot, never
 //! the process environment, so tests can hand them any environment.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 /// Every variable rvl doctor looks at.
 pub const NAMES: &[&str] = &[
     "HOME",
@@ -21,38 +17,17 @@ pub const NAMES: &[&str] = &[
     "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
 ];
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Env {
-    vars: BTreeMap<String, String>,
-}
+pub use crate::inventory::Env;
 
+/// Reading the process environment is IO, so it lives here; the type is plain data.
 impl Env {
+    /// The variables in [`NAMES`] that are set in this process (called once, by `Settings`).
     pub fn from_process() -> Self {
         Self::from_pairs(
             NAMES
                 .iter()
                 .filter_map(|n| std::env::var(n).ok().map(|v| (n.to_string(), v))),
         )
-    }
-
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(
-        pairs: impl IntoIterator<Item = (K, V)>,
-    ) -> Self {
-        Env {
-            vars: pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        }
-    }
-
-    /// A variable's value; an empty value counts as unset (as the Vulkan loader and rustup do).
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars
-            .get(name)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
     }
 }
 

@@ -1,5 +1,8 @@
-//! Build an [`Inventory`] from a [`Root`]: every read the doctor needs, done once, in one place.
-//! Nothing here decides whether something is good or bad; that is `doctor/`'s job.
+//! Build an [`Inventory`] from a [`Root`]: every read the doctor needs, done once, in one place;
+//! and [`setup_facts`], the same readers over the files setup's planner names.
+//! Nothing here decides whether something is good or bad; that is `doctor/`'s and setup's job.
+
+use std::collections::BTreeMap;
 
 use std::io::Read;
 
@@ -11,9 +14,10 @@ use crate::firmware::{self, Compression, FirmwareFacts, FirmwareFile, InitramfsF
 use crate::icd::{self, IcdFacts, ManifestFile};
 use crate::inventory::{
     ArmbianFacts, BootEntry, BootFacts, ExtlinuxFacts, GpuFacts, Inventory, KernelConfigFacts,
-    KernelFacts, UbootMenuFacts,
+    KernelFacts, SetupFacts, UbootMenuFacts,
 };
 use crate::kernelcfg::{KernelConfig, PANTHOR_FRAGMENT};
+use crate::profile::BootLayout;
 
 /// Biggest firmware image read (real ones are ~280 KiB).
 const FIRMWARE_CAP: u64 = 16 << 20;
@@ -292,15 +296,15 @@ fn boot_facts(root: &Root) -> BootFacts {
                 entries: conf.entries().iter().map(entry).collect(),
             }
         });
-    let uboot_menu = ubootmenu::UbootMenu::installed(root).then(|| {
-        let menu = ubootmenu::UbootMenu::read(root);
+    let uboot_menu = super::boot::uboot_menu_installed(root).then(|| {
+        let menu = super::boot::uboot_menu(root);
         let setting = menu.get("U_BOOT_DEFAULT");
         UbootMenuFacts {
             default_label: menu.default_label().to_string(),
             default_from: setting.map(|s| format!("{}:{}", s.file, s.assignment.line)),
             default_known: setting
                 .is_none_or(|s| s.assignment.literal && !s.assignment.conditional),
-            kernels: ubootmenu::installed_kernels(root),
+            kernels: super::boot::installed_kernels(root),
             fdt_overlays: menu
                 .get("U_BOOT_FDT_OVERLAYS")
                 .map(|s| s.assignment.value.clone()),
@@ -399,6 +403,110 @@ fn find_library(root: &Root, manifest: &str, lib: &str) -> Option<String> {
     candidates
         .into_iter()
         .find(|c| root.metadata(c).is_ok_and(|m| m.is_file()))
+}
+
+/// What setup's planner asks to be read (all in-root paths), named by setup.
+#[derive(Debug, Clone, Default)]
+pub struct SetupProbe {
+    /// Files read whole (those the planner may edit).
+    pub texts: Vec<String>,
+    /// Links whose targets matter.
+    pub links: Vec<String>,
+    /// Files compared by the sha256 of their raw bytes (firmware).
+    pub hashes: Vec<String>,
+    /// Paths whose existence matters (install stamps).
+    pub present: Vec<String>,
+    /// Directories whose every entry counts as present (`/boot`, `/boot/dtbo`).
+    pub listed_dirs: Vec<String>,
+    /// `SUDO_USER`, from the settings.
+    pub sudo_user: Option<String>,
+}
+
+/// Biggest file setup hashes (firmware images are ~280 KiB).
+const HASH_CAP: u64 = 64 << 20;
+
+/// Read everything setup's planner needs.
+pub fn setup_facts(root: &Root, probe: &SetupProbe) -> SetupFacts {
+    let installed_kernels = super::boot::installed_kernels(root);
+    let layout = super::boot::layout(root);
+    SetupFacts {
+        running_kernel: super::kernel::running_release(root),
+        menu: (layout == Some(BootLayout::UBootMenu)).then(|| super::boot::uboot_menu(root)),
+        layout,
+        files: texts(root, &probe.texts),
+        links: links(root, &probe.links),
+        hashes: hashes(root, &probe.hashes),
+        present: present(root, &probe.present, &probe.listed_dirs),
+        panthor_config: panthor_config(root, &installed_kernels),
+        installed_kernels,
+        invoking_user: probe
+            .sudo_user
+            .clone()
+            .filter(|u| !u.is_empty() && u != "root"),
+    }
+}
+
+fn texts(root: &Root, paths: &[String]) -> BTreeMap<String, Option<String>> {
+    paths
+        .iter()
+        .map(|p| (p.clone(), root.read_string(p).ok()))
+        .collect()
+}
+
+fn links(root: &Root, paths: &[String]) -> BTreeMap<String, Option<String>> {
+    paths
+        .iter()
+        .map(|p| {
+            let target = root
+                .read_link(p)
+                .ok()
+                .map(|t| t.to_string_lossy().into_owned());
+            (p.clone(), target)
+        })
+        .collect()
+}
+
+/// The raw bytes at the exact path setup would replace, not the doctor's decompressed image
+/// from the loader's whole search: setup compares the file it installs byte for byte.
+fn hashes(root: &Root, paths: &[String]) -> BTreeMap<String, Option<String>> {
+    paths
+        .iter()
+        .map(|p| {
+            let hash = root
+                .read_capped(p, HASH_CAP)
+                .ok()
+                .map(|d| crate::digest::sha256_hex(&d));
+            (p.clone(), hash)
+        })
+        .collect()
+}
+
+fn present(root: &Root, paths: &[String], listed_dirs: &[String]) -> BTreeMap<String, bool> {
+    let mut present: BTreeMap<String, bool> =
+        paths.iter().map(|p| (p.clone(), root.exists(p))).collect();
+    for dir in listed_dirs {
+        for n in root.list_dir(dir).unwrap_or_default() {
+            present.insert(format!("{}/{n}", dir.trim_end_matches('/')), true);
+        }
+    }
+    present
+}
+
+/// `CONFIG_DRM_PANTHOR` of each installed release, from its /boot config. Setup boots an
+/// installed kernel, not necessarily the running one, so never /proc/config.gz (that is the
+/// running kernel's, which the doctor judges).
+fn panthor_config(root: &Root, releases: &[String]) -> BTreeMap<String, Option<String>> {
+    releases
+        .iter()
+        .map(|r| {
+            let value = super::kernel::boot_config(root, r).and_then(|(_, text)| {
+                KernelConfig::parse(&text)
+                    .options
+                    .remove("CONFIG_DRM_PANTHOR")
+            });
+            (r.clone(), value)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The only code that touches the machine. Everything reads (and writes) through a [`Root`].
 
+pub mod boot;
 pub mod devicetree;
 pub mod env;
 pub mod gather;

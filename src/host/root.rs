@@ -35,10 +35,11 @@ impl Root {
     pub fn open_dir(base: impl Into<PathBuf>) -> anyhow::Result<Self> {
         let root = Root::new(base);
         if !root.base().is_dir() {
-            return Err(crate::error::fail(
-                crate::exit::USAGE,
-                format!("--root {}: not a directory", root.base().display()),
-            ));
+            return Err(crate::error::Error::Usage(format!(
+                "--root {}: not a directory",
+                root.base().display()
+            ))
+            .into());
         }
         Ok(root)
     }

@@ -4,10 +4,9 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::devicetree::{is_mali_compatible, parse_string_list};
 use super::Root;
+pub use crate::inventory::{PlatformGpu, RenderNode};
 
 const PLATFORM_DEVICES: &str = "/sys/bus/platform/devices";
 const DRM_CLASS: &str = "/sys/class/drm";
@@ -25,42 +24,6 @@ pub const GPU_MODULES: &[&str] = &[
 
 /// The kbase module names among [`GPU_MODULES`].
 pub const KBASE_MODULES: &[&str] = &["bifrost_kbase", "valhall_kbase", "mali_kbase"];
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlatformGpu {
-    /// Device name, e.g. "fb000000.gpu".
-    pub name: String,
-    /// In-root sysfs path the device link resolves to.
-    pub path: String,
-    pub compatible: Vec<String>,
-    /// Name of the bound driver ("panthor", "mali"), none when unbound.
-    pub driver: Option<String>,
-    /// `gpuinfo` as kbase exposes it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpuinfo: Option<String>,
-}
-
-impl PlatformGpu {
-    /// True when panthor can drive this node (its binding, not kbase's).
-    pub fn panthor_capable(&self) -> bool {
-        self.compatible
-            .iter()
-            .any(|c| c == "arm,mali-valhall-csf" || c == "rockchip,rk3588-mali")
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RenderNode {
-    /// "renderD128".
-    pub name: String,
-    /// In-root sysfs path of the device behind it.
-    pub device: Option<String>,
-    /// Driver bound to that device.
-    pub driver: Option<String>,
-    /// "/dev/dri/renderD128".
-    pub dev_path: String,
-    pub dev_exists: bool,
-}
 
 /// What a `uevent` file says about a device.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,14 +11,16 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
-use super::plan::{Action, Plan, Verify};
-use super::{archive, builder, fault, patches, steps};
+use super::patches::{Patch, Series};
+use super::plan::Plan;
+use super::{archive, builder, fault, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
+use crate::error::Error;
 use crate::fetch;
 use crate::host::Root;
 use crate::manifest::Origin;
-use crate::{error, exit};
 
 /// Where a tool is looked for inside a non-live root (as PATH would find it there).
 const ROOT_PATH: &[&str] = &[
@@ -57,12 +59,7 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
             if cache.contains_key(sha256) {
                 continue;
             }
-            fs::create_dir_all(&dir).map_err(|e| {
-                error::fail(
-                    exit::PERMISSION,
-                    format!("cannot create {}: {e}", dir.display()),
-                )
-            })?;
+            fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
             let dest = match &origin {
                 Origin::Url(url) => {
                     let dest = dir.join(cache_name(url, sha256));
@@ -72,7 +69,7 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                         size: Some(size),
                         max_size: size,
                     };
-                    fetch::download(&req, &dest, opts).map_err(fetch::FetchError::into_failure)?;
+                    fetch::download(&req, &dest, opts).map_err(Error::from)?;
                     dest
                 }
                 Origin::Pip(pip) => {
@@ -113,7 +110,13 @@ pub struct Outcome {
 }
 
 /// Run every step of `plan` in one transaction.
-pub fn apply(root: &Root, plan: &Plan, cache: &Cache, quiet: bool) -> anyhow::Result<Outcome> {
+pub fn apply(
+    root: &Root,
+    plan: &Plan,
+    cache: &Cache,
+    patches: &Series,
+    quiet: bool,
+) -> anyhow::Result<Outcome> {
     let names = plan.step_names();
     let mut txn = Txn::begin(root, &names)?;
     for step in &plan.steps {
@@ -123,21 +126,15 @@ pub fn apply(root: &Root, plan: &Plan, cache: &Cache, quiet: bool) -> anyhow::Re
         let result = step
             .actions
             .iter()
-            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, quiet));
+            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, patches, quiet));
         if let Err(err) = result {
             let id = txn.id().to_string();
             return match txn.abort() {
-                Ok(()) => Err(error::fail(
-                    exit::PROBLEMS,
-                    format!(
+                Ok(()) => Err(Error::StepFailed(format!(
                         "step {} failed: {err:#}\nEverything this run changed was put back (transaction {id}).",
                         step.step
-                    ),
-                )),
-                Err(undo) => Err(error::fail(
-                    exit::ROLLBACK_INCOMPLETE,
-                    format!("step {} failed: {err:#}\nand undoing it failed too: {undo:#}\n`rvl setup --status` shows what is left", step.step),
-                )),
+                    )).into()),
+                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err:#}\nand undoing it failed too: {undo:#}\n`rvl setup --status` shows what is left", step.step)).into()),
             };
         }
         fault::step_done(&step.step);
@@ -155,6 +152,7 @@ fn run_action(
     step: &str,
     action: &Action,
     cache: &Cache,
+    patches: &Series,
     quiet: bool,
 ) -> anyhow::Result<()> {
     match action {
@@ -171,11 +169,14 @@ fn run_action(
         } => {
             let data = fs::read(cached(cache, sha256)?)?;
             // The cache is ours, but check again: what is installed must be what was pinned.
-            if crate::digest::sha256_hex(&data) != *sha256 {
-                return Err(error::fail(
-                    exit::DOWNLOAD,
-                    format!("cached copy of {path} changed since it was verified"),
-                ));
+            let actual = crate::digest::sha256_hex(&data);
+            if actual != *sha256 {
+                return Err(Error::from(fetch::FetchError::Checksum {
+                    url: format!("the cached copy of {path} changed since it was verified"),
+                    expected: sha256.clone(),
+                    actual,
+                })
+                .into());
             }
             txn.write_file(path, &data, *mode, step)
         }
@@ -215,7 +216,7 @@ fn run_action(
                 prefix,
                 options,
             };
-            build_source(txn, step, &spec, &tarball, quiet)
+            build_source(txn, step, &spec, &tarball, patches.get(project), quiet)
         }
         Action::InstallPrebuilt { sha256, prefix, .. } => {
             let archive_path = cached(cache, sha256)?.clone();
@@ -234,12 +235,9 @@ fn run_action(
 }
 
 fn cached<'a>(cache: &'a Cache, sha256: &str) -> anyhow::Result<&'a PathBuf> {
-    cache.get(sha256).ok_or_else(|| {
-        error::fail(
-            exit::INTERNAL,
-            format!("artifact {sha256} was not downloaded"),
-        )
-    })
+    cache
+        .get(sha256)
+        .ok_or_else(|| Error::Internal(format!("artifact {sha256} was not downloaded")).into())
 }
 
 /// Run a system tool: from PATH on the live system, from the root's own bin directories when
@@ -247,10 +245,7 @@ fn cached<'a>(cache: &'a Cache, sha256: &str) -> anyhow::Result<&'a PathBuf> {
 pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> {
     let program = if root.is_live() {
         which::which(tool).map_err(|_| {
-            error::fail(
-                exit::UNSUPPORTED,
-                format!("`{tool}` is not installed (not found on PATH)"),
-            )
+            Error::Unsupported(format!("`{tool}` is not installed (not found on PATH)"))
         })?
     } else {
         ROOT_PATH
@@ -259,14 +254,11 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
             .find(|p| !root.is_dir(p) && root.exists(p))
             .and_then(|p| root.resolve(&p).ok())
             .ok_or_else(|| {
-                error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
-                        "`{tool}` is not installed in {} (looked in {})",
-                        root.base().display(),
-                        ROOT_PATH.join(", ")
-                    ),
-                )
+                Error::Unsupported(format!(
+                    "`{tool}` is not installed in {} (looked in {})",
+                    root.base().display(),
+                    ROOT_PATH.join(", ")
+                ))
             })?
     };
     // The real u-boot-update or update-initramfs acts on this machine's /boot whatever root we
@@ -274,13 +266,10 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
     if !root.is_live() {
         let text = fs::read(&program).unwrap_or_default();
         if !text.windows(8).any(|w| w == b"RVL_ROOT") {
-            return Err(error::fail(
-                exit::UNSUPPORTED,
-                format!(
+            return Err(Error::Unsupported(format!(
                     "`{tool}` in {} would change this machine, not that tree; run rvl setup inside it (chroot) instead",
                     root.base().display()
-                ),
-            ));
+                )).into());
         }
     }
     // Absolute paths: the tool runs in the root's directory, where a relative --root is wrong.
@@ -291,12 +280,9 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
         let base = fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
         cmd.env("RVL_ROOT", &base).current_dir(&base);
     }
-    let out = cmd.output().map_err(|e| {
-        error::fail(
-            exit::PROBLEMS,
-            format!("cannot run {}: {e}", program.display()),
-        )
-    })?;
+    let out = cmd
+        .output()
+        .map_err(|e| Error::Tool(format!("cannot run {}: {e}", program.display())))?;
     if out.status.success() {
         return Ok(());
     }
@@ -310,15 +296,13 @@ pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> 
         .into_iter()
         .rev()
         .collect();
-    Err(error::fail(
-        exit::PROBLEMS,
-        format!(
-            "`{tool} {}` failed ({}):\n    {}",
-            args.join(" "),
-            out.status,
-            said.join("\n    ")
-        ),
+    Err(Error::Tool(format!(
+        "`{tool} {}` failed ({}):\n    {}",
+        args.join(" "),
+        out.status,
+        said.join("\n    ")
     ))
+    .into())
 }
 
 fn check(root: &Root, v: &Verify) -> anyhow::Result<()> {
@@ -326,20 +310,18 @@ fn check(root: &Root, v: &Verify) -> anyhow::Result<()> {
         Verify::ExtlinuxDefaultBoots { path, release } => {
             let text = root
                 .read_string(path)
-                .map_err(|e| error::fail(exit::PROBLEMS, format!("{path}: {e}")))?;
+                .map_err(|e| Error::io("cannot read", path, e))?;
             let e = Extlinux::parse(&text);
             let booted = e.default_entry().and_then(|d| d.kernel_release());
             if booted.as_deref() == Some(release.as_str()) {
                 return Ok(());
             }
-            Err(error::fail(
-                exit::PROBLEMS,
-                format!(
-                    "{path} was regenerated but `default {}` boots {}, not {release}",
-                    e.default_label().unwrap_or("(none)"),
-                    booted.as_deref().unwrap_or("nothing")
-                ),
+            Err(Error::StepFailed(format!(
+                "{path} was regenerated but `default {}` boots {}, not {release}",
+                e.default_label().unwrap_or("(none)"),
+                booted.as_deref().unwrap_or("nothing")
             ))
+            .into())
         }
     }
 }
@@ -366,7 +348,7 @@ fn stage_dir(root: &Root, prefix: &str) -> PathBuf {
 }
 
 fn write_stamp(prefix_dir: &Path, stamp: &serde_json::Value) -> anyhow::Result<()> {
-    let path = prefix_dir.join(steps::BUILD_STAMP);
+    let path = prefix_dir.join(paths::BUILD_STAMP);
     if let Some(d) = path.parent() {
         fs::create_dir_all(d)?;
     }
@@ -379,6 +361,7 @@ fn build_source(
     step: &str,
     s: &SourceSpec,
     tarball: &Path,
+    series: &[Patch],
     quiet: bool,
 ) -> anyhow::Result<()> {
     let state = StateDir::new(txn.root());
@@ -399,19 +382,16 @@ fn build_source(
         archive::unpack(tarball, &work.join("src"))?;
         let tree = work.join("src").join(s.tree);
         if !tree.is_dir() {
-            return Err(error::fail(
-                exit::BAD_INPUT,
-                format!(
-                    "{}: has no top directory `{}` (manifest `tree`)",
-                    tarball.display(),
-                    s.tree
-                ),
-            ));
+            return Err(Error::Manifest(format!(
+                "{}: has no top directory `{}` (manifest `tree`)",
+                tarball.display(),
+                s.tree
+            ))
+            .into());
         }
-        let series = patches::series(s.project)?;
         let mut log = fs::File::create(&log_path)?;
         writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
-        patches::apply(&tree, &series, &mut log)?;
+        patches::apply(&tree, series, &mut log)?;
         drop(log);
         let b = builder::Build {
             system: s.system,
@@ -427,14 +407,12 @@ fn build_source(
         b.run(&label)?;
         let staged = stage.join(s.prefix.trim_start_matches('/'));
         if !staged.is_dir() {
-            return Err(error::fail(
-                exit::PROBLEMS,
-                format!(
-                    "{label}: the install step put nothing into {} (log: {})",
-                    s.prefix,
-                    log_path.display()
-                ),
-            ));
+            return Err(Error::Tool(format!(
+                "{label}: the install step put nothing into {} (log: {})",
+                s.prefix,
+                log_path.display()
+            ))
+            .into());
         }
         let stamp = serde_json::json!({
             "project": s.project,
@@ -457,6 +435,7 @@ fn build_source(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
 
     #[test]
     fn cache_names_drop_queries_and_keep_the_file_name() {

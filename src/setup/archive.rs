@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use tar::EntryType;
 
-use crate::{error, exit};
+use crate::error::Error;
 
 /// What was unpacked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,8 +23,7 @@ pub struct Unpacked {
 
 /// Unpack `archive` into `dest` (created if missing). The compression is chosen by file name.
 pub fn unpack(archive: &Path, dest: &Path) -> anyhow::Result<Unpacked> {
-    let file = File::open(archive)
-        .map_err(|e| error::fail(exit::PROBLEMS, format!("{}: {e}", archive.display())))?;
+    let file = File::open(archive).map_err(|e| Error::io("cannot open", archive, e))?;
     let name = archive.to_string_lossy();
     let reader: Box<dyn Read> = if name.ends_with(".xz") {
         Box::new(xz2::read::XzDecoder::new(BufReader::new(file)))
@@ -33,21 +32,16 @@ pub fn unpack(archive: &Path, dest: &Path) -> anyhow::Result<Unpacked> {
     } else {
         Box::new(BufReader::new(file))
     };
-    fs::create_dir_all(dest)
-        .map_err(|e| error::fail(exit::PROBLEMS, format!("{}: {e}", dest.display())))?;
-    unpack_reader(reader, dest).map_err(|e| match e {
-        UnpackError::Refused(msg) => error::fail(
-            exit::BAD_INPUT,
-            format!(
+    fs::create_dir_all(dest).map_err(|e| Error::io("cannot create", dest, e))?;
+    unpack_reader(reader, dest)
+        .map_err(|e| match e {
+            UnpackError::Refused(msg) => Error::BadInput(format!(
                 "{}: refused: {msg}; nothing from it is used",
                 archive.display()
-            ),
-        ),
-        UnpackError::Io(err) => error::fail(
-            exit::PROBLEMS,
-            format!("{}: cannot unpack: {err}", archive.display()),
-        ),
-    })
+            )),
+            UnpackError::Io(err) => Error::io("cannot unpack", archive, err),
+        })
+        .map_err(anyhow::Error::from)
 }
 
 enum UnpackError {
@@ -65,116 +59,149 @@ fn unpack_reader(reader: impl Read, dest: &Path) -> Result<Unpacked, UnpackError
     let mut archive = tar::Archive::new(reader);
     let mut done = Unpacked::default();
     for entry in archive.entries()? {
-        let mut entry = entry?;
-        let raw = entry.path()?.into_owned();
-        let kind = entry.header().entry_type();
-        if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader) {
-            continue;
-        }
-        let rel = safe_relative(&raw).ok_or_else(|| {
-            UnpackError::Refused(format!("entry `{}` escapes the target", raw.display()))
-        })?;
-        if rel.as_os_str().is_empty() {
-            continue; // "./" itself
-        }
-        no_link_on_the_way(dest, &rel).map_err(|p| {
-            UnpackError::Refused(format!(
-                "entry `{}` would be written through the link `{}`",
-                raw.display(),
-                p.display()
-            ))
-        })?;
-        let out = dest.join(&rel);
-        match kind {
-            EntryType::Directory => {
-                fs::create_dir_all(&out)?;
-                done.dirs += 1;
-            }
-            EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
-                if let Some(parent) = out.parent() {
-                    fs::create_dir_all(parent)?;
-                }
-                replace_existing(&out)?;
-                let mut f = File::create(&out)?;
-                io::copy(&mut entry, &mut f)?;
-                let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
-                f.set_permissions(fs::Permissions::from_mode(mode))?;
-                done.files += 1;
-            }
-            EntryType::Symlink => {
-                let target = entry
-                    .link_name()?
-                    .ok_or_else(|| {
-                        UnpackError::Refused(format!("link `{}` has no target", raw.display()))
-                    })?
-                    .into_owned();
-                if target.is_absolute() {
-                    return Err(UnpackError::Refused(format!(
-                        "link `{}` points to the absolute path `{}`",
-                        raw.display(),
-                        target.display()
-                    )));
-                }
-                let base = rel.parent().unwrap_or(Path::new(""));
-                if safe_relative(&base.join(&target)).is_none() {
-                    return Err(UnpackError::Refused(format!(
-                        "link `{}` -> `{}` points outside the target",
-                        raw.display(),
-                        target.display()
-                    )));
-                }
-                if let Some(parent) = out.parent() {
-                    fs::create_dir_all(parent)?;
-                }
-                replace_existing(&out)?;
-                std::os::unix::fs::symlink(&target, &out)?;
-                done.links += 1;
-            }
-            EntryType::Link => {
-                let target = entry
-                    .link_name()?
-                    .ok_or_else(|| {
-                        UnpackError::Refused(format!("hard link `{}` has no target", raw.display()))
-                    })?
-                    .into_owned();
-                let inside = safe_relative(&target).filter(|t| !t.as_os_str().is_empty());
-                let Some(inside) = inside else {
-                    return Err(UnpackError::Refused(format!(
-                        "hard link `{}` -> `{}` points outside the target",
-                        raw.display(),
-                        target.display()
-                    )));
-                };
-                no_link_on_the_way(dest, &inside).map_err(|p| {
-                    UnpackError::Refused(format!(
-                        "hard link `{}` goes through the link `{}`",
-                        raw.display(),
-                        p.display()
-                    ))
-                })?;
-                if fs::symlink_metadata(dest.join(&inside)).is_ok_and(|m| m.is_symlink()) {
-                    return Err(UnpackError::Refused(format!(
-                        "hard link `{}` names the link `{}`",
-                        raw.display(),
-                        inside.display()
-                    )));
-                }
-                if let Some(parent) = out.parent() {
-                    fs::create_dir_all(parent)?;
-                }
-                replace_existing(&out)?;
-                fs::hard_link(dest.join(&inside), &out)?;
-                done.files += 1;
-            }
-            other => {
-                return Err(UnpackError::Refused(format!(
-                    "entry `{}` is a {other:?}, not a file, directory or link",
-                    raw.display()
-                )))
-            }
-        }
+        unpack_entry(&mut entry?, dest, &mut done)?;
     }
     Ok(done)
+}
+
+/// Check one entry's path, then write it by its kind.
+fn unpack_entry<R: Read>(
+    entry: &mut tar::Entry<R>,
+    dest: &Path,
+    done: &mut Unpacked,
+) -> Result<(), UnpackError> {
+    let raw = entry.path()?.into_owned();
+    let kind = entry.header().entry_type();
+    if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader) {
+        return Ok(());
+    }
+    let rel = safe_relative(&raw).ok_or_else(|| {
+        UnpackError::Refused(format!("entry `{}` escapes the target", raw.display()))
+    })?;
+    if rel.as_os_str().is_empty() {
+        return Ok(()); // "./" itself
+    }
+    no_link_on_the_way(dest, &rel).map_err(|p| {
+        UnpackError::Refused(format!(
+            "entry `{}` would be written through the link `{}`",
+            raw.display(),
+            p.display()
+        ))
+    })?;
+    let out = dest.join(&rel);
+    match kind {
+        EntryType::Directory => {
+            fs::create_dir_all(&out)?;
+            done.dirs += 1;
+        }
+        EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
+            write_file(entry, &out)?;
+            done.files += 1;
+        }
+        EntryType::Symlink => {
+            write_symlink(entry, &raw, &rel, &out)?;
+            done.links += 1;
+        }
+        EntryType::Link => {
+            write_hard_link(entry, &raw, dest, &out)?;
+            done.files += 1;
+        }
+        other => {
+            return Err(UnpackError::Refused(format!(
+                "entry `{}` is a {other:?}, not a file, directory or link",
+                raw.display()
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Make room for `out`: its parent directories, and nothing already at it.
+fn make_room(out: &Path) -> io::Result<()> {
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    replace_existing(out)
+}
+
+fn write_file<R: Read>(entry: &mut tar::Entry<R>, out: &Path) -> Result<(), UnpackError> {
+    make_room(out)?;
+    let mut f = File::create(out)?;
+    io::copy(entry, &mut f)?;
+    let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
+    f.set_permissions(fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// A symbolic link, relative and staying inside the target.
+fn write_symlink<R: Read>(
+    entry: &tar::Entry<R>,
+    raw: &Path,
+    rel: &Path,
+    out: &Path,
+) -> Result<(), UnpackError> {
+    let target = entry
+        .link_name()?
+        .ok_or_else(|| UnpackError::Refused(format!("link `{}` has no target", raw.display())))?
+        .into_owned();
+    if target.is_absolute() {
+        return Err(UnpackError::Refused(format!(
+            "link `{}` points to the absolute path `{}`",
+            raw.display(),
+            target.display()
+        )));
+    }
+    let base = rel.parent().unwrap_or(Path::new(""));
+    if safe_relative(&base.join(&target)).is_none() {
+        return Err(UnpackError::Refused(format!(
+            "link `{}` -> `{}` points outside the target",
+            raw.display(),
+            target.display()
+        )));
+    }
+    make_room(out)?;
+    std::os::unix::fs::symlink(&target, out)?;
+    Ok(())
+}
+
+/// A hard link to a file already unpacked inside the target, never through or to a link.
+fn write_hard_link<R: Read>(
+    entry: &tar::Entry<R>,
+    raw: &Path,
+    dest: &Path,
+    out: &Path,
+) -> Result<(), UnpackError> {
+    let target = entry
+        .link_name()?
+        .ok_or_else(|| {
+            UnpackError::Refused(format!("hard link `{}` has no target", raw.display()))
+        })?
+        .into_owned();
+    let inside = safe_relative(&target).filter(|t| !t.as_os_str().is_empty());
+    let Some(inside) = inside else {
+        return Err(UnpackError::Refused(format!(
+            "hard link `{}` -> `{}` points outside the target",
+            raw.display(),
+            target.display()
+        )));
+    };
+    no_link_on_the_way(dest, &inside).map_err(|p| {
+        UnpackError::Refused(format!(
+            "hard link `{}` goes through the link `{}`",
+            raw.display(),
+            p.display()
+        ))
+    })?;
+    if fs::symlink_metadata(dest.join(&inside)).is_ok_and(|m| m.is_symlink()) {
+        return Err(UnpackError::Refused(format!(
+            "hard link `{}` names the link `{}`",
+            raw.display(),
+            inside.display()
+        )));
+    }
+    make_room(out)?;
+    fs::hard_link(dest.join(&inside), out)?;
+    Ok(())
 }
 
 /// The path with `.` removed, or `None` when it is absolute or has a `..` that climbs above the

@@ -9,8 +9,8 @@ use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::error::Error;
 use crate::manifest::BuildSystem;
-use crate::{error, exit};
 
 /// One build.
 #[derive(Debug, Clone)]
@@ -69,14 +69,12 @@ pub fn check_tools(systems: &[BuildSystem]) -> anyhow::Result<()> {
     let tools: Vec<&str> = missing.iter().map(|(t, _)| *t).collect();
     let mut pkgs: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
     pkgs.dedup();
-    Err(error::fail(
-        exit::PROBLEMS,
-        format!(
-            "build tools missing: {}; install them with: sudo apt install {}",
-            tools.join(", "),
-            pkgs.join(" ")
-        ),
+    Err(Error::Tool(format!(
+        "build tools missing: {}; install them with: sudo apt install {}",
+        tools.join(", "),
+        pkgs.join(" ")
     ))
+    .into())
 }
 
 impl Build {
@@ -142,12 +140,7 @@ impl Build {
             .create(true)
             .append(true)
             .open(&self.log)
-            .map_err(|e| {
-                error::fail(
-                    exit::PROBLEMS,
-                    format!("cannot create the build log {}: {e}", self.log.display()),
-                )
-            })?;
+            .map_err(|e| Error::io("cannot create the build log", &self.log, e))?;
         for (phase, argv) in self.commands() {
             self.run_phase(label, phase, &argv, &mut log)?;
         }
@@ -182,12 +175,7 @@ impl Build {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| {
-                error::fail(
-                    exit::PROBLEMS,
-                    format!("{label}: cannot run `{}`: {e}", argv[0]),
-                )
-            })?;
+            .map_err(|e| Error::Tool(format!("{label}: cannot run `{}`: {e}", argv[0])))?;
         // stderr is copied by a thread so neither pipe can fill up and block the tool.
         let stderr = child.stderr.take().expect("piped");
         let mut log_err = log.try_clone()?;
@@ -217,14 +205,12 @@ impl Build {
         } else {
             String::new()
         };
-        Err(error::fail(
-            exit::PROBLEMS,
-            format!(
-                "{label}: {phase} failed ({status}); full log: {}\n{}{hint}",
-                self.log.display(),
-                tail(&self.log, 12)
-            ),
+        Err(Error::Tool(format!(
+            "{label}: {phase} failed ({status}); full log: {}\n{}{hint}",
+            self.log.display(),
+            tail(&self.log, 12)
         ))
+        .into())
     }
 }
 

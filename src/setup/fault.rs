@@ -3,6 +3,9 @@
 //! system (after the new content is on disk in its temp file, before it is renamed into place,
 //! the worst moment for a crash). The process exits at once with [`FAULT_EXIT`], without
 //! unwinding or cleaning up, as a power cut would leave it (the kernel drops the lock).
+//!
+//! The spec comes from the settings (`settings.vars.fault`), set once by [`configure`] when
+//! setup starts; unconfigured (unit tests, other verbs) means no fault.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -26,11 +29,15 @@ pub fn parse(spec: &str) -> Option<Fault> {
     }
 }
 
+static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
+
+/// Set the fault for this process from its spec (`RVL_FAULT`); the first call wins.
+pub fn configure(spec: Option<&str>) {
+    let _ = FAULT.set(spec.and_then(parse));
+}
+
 fn configured() -> Option<&'static Fault> {
-    static FAULT: OnceLock<Option<Fault>> = OnceLock::new();
-    FAULT
-        .get_or_init(|| std::env::var("RVL_FAULT").ok().and_then(|s| parse(&s)))
-        .as_ref()
+    FAULT.get().and_then(Option::as_ref)
 }
 
 static WRITES: AtomicU64 = AtomicU64::new(0);

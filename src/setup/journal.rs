@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fsops::{self, Meta};
 use crate::digest::sha256_hex;
+use crate::error::Error;
 use crate::host::Root;
-use crate::{error, exit};
 
 /// The state directory, as an in-root path.
 pub const STATE_DIR: &str = "/var/lib/rvl";
@@ -149,24 +149,17 @@ impl StateDir {
 fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
     let text = match fs::read_to_string(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(error::fail(
-                exit::BAD_INPUT,
-                format!("{}: {e}", path.display()),
-            ))
-        }
+        Err(e) => return Err(Error::io("cannot read", path, e).into()),
         Ok(t) => t,
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
-        error::fail(
-            exit::BAD_INPUT,
-            format!(
+        Error::Journal(format!(
                 "{}: line {}, column {}: {e}; setup's state is damaged (move the file away to start over)",
                 path.display(),
                 e.line(),
                 e.column()
-            ),
-        )
+            ))
+        .into()
     })
 }
 
@@ -177,12 +170,7 @@ fn save_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
 }
 
 fn write_error(path: &Path, e: io::Error) -> anyhow::Error {
-    let code = if e.kind() == io::ErrorKind::PermissionDenied {
-        exit::PERMISSION
-    } else {
-        exit::PROBLEMS
-    };
-    error::fail(code, format!("cannot write {}: {e}", path.display()))
+    Error::io("cannot write", path, e).into()
 }
 
 fn new_id() -> String {
@@ -262,10 +250,10 @@ impl Txn {
                 }
             }
             Ok(_) => {
-                return Err(error::fail(
-                    exit::PROBLEMS,
-                    format!("{path} is a directory or device where setup expected a file"),
+                return Err(Error::StepFailed(format!(
+                    "{path} is a directory or device where setup expected a file"
                 ))
+                .into())
             }
         };
         self.push(Entry {
@@ -388,13 +376,11 @@ fn undo_entries(state: &StateDir, entries: &[Entry]) -> anyhow::Result<()> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(error::fail(
-            exit::ROLLBACK_INCOMPLETE,
-            format!(
-                "could not restore everything; still changed:\n  {}",
-                failed.join("\n  ")
-            ),
+        Err(Error::RollbackIncomplete(format!(
+            "could not restore everything; still changed:\n  {}",
+            failed.join("\n  ")
         ))
+        .into())
     }
 }
 
@@ -555,6 +541,7 @@ fn finish_rollback(state: &StateDir) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
     use std::os::unix::fs::symlink;
 
     fn root_with_files() -> (tempfile::TempDir, Root) {

@@ -7,8 +7,8 @@ use std::io::{self, Read, Seek, Write};
 use rustix::fs::{flock, FlockOperation};
 
 use super::journal::StateDir;
+use crate::error::Error;
 use crate::host::Root;
-use crate::{error, exit};
 
 /// Held for as long as the value lives.
 #[derive(Debug)]
@@ -20,17 +20,7 @@ impl Lock {
     /// Take the lock or fail at once with exit status LOCKED, naming the holder's pid.
     pub fn acquire(root: &Root) -> anyhow::Result<Lock> {
         let path = StateDir::new(root).host("lock");
-        let denied = |e: io::Error| {
-            let code = if e.kind() == io::ErrorKind::PermissionDenied {
-                exit::PERMISSION
-            } else {
-                exit::PROBLEMS
-            };
-            error::fail(
-                code,
-                format!("cannot open the lock {}: {e}", path.display()),
-            )
-        };
+        let denied = |e: io::Error| Error::io("cannot open the lock", &path, e);
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(denied)?;
         }
@@ -51,15 +41,13 @@ impl Lock {
                 } else {
                     format!(" (pid {holder})")
                 };
-                return Err(error::fail(
-                    exit::LOCKED,
-                    format!(
-                        "another rvl setup is running on this root{who}; wait for it to finish (lock: {})",
-                        path.display()
-                    ),
-                ));
+                return Err(Error::Locked(format!(
+                    "another rvl setup is running on this root{who}; wait for it to finish (lock: {})",
+                    path.display()
+                ))
+                .into());
             }
-            return Err(denied(e.into()));
+            return Err(denied(e.into()).into());
         }
         // Record who holds it, for the message above.
         let _ = file.set_len(0);
@@ -72,6 +60,7 @@ impl Lock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
 
     #[test]
     fn second_lock_on_the_same_root_is_refused_until_the_first_is_dropped() {

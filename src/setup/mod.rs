@@ -4,6 +4,7 @@
 //! verified → one journaled transaction → a second plan that must be empty. `--rollback` undoes
 //! every applied transaction byte for byte; `--status` shows them and any interrupted run.
 
+pub mod action;
 pub mod apply;
 pub mod archive;
 pub mod builder;
@@ -12,7 +13,9 @@ pub mod fault;
 pub mod fsops;
 pub mod journal;
 pub mod lock;
+pub mod outcome;
 pub mod patches;
+pub mod paths;
 pub mod plan;
 pub mod render;
 pub mod steps;
@@ -20,178 +23,210 @@ pub mod target;
 
 use std::os::unix::fs::MetadataExt;
 
-use serde_json::json;
-
-use crate::host::Root;
+use crate::bootcfg::armbian::ARMBIAN_ENV;
+use crate::bootcfg::ubootmenu::EXTLINUX_CONF;
+use crate::error::Error;
+use crate::host::gather::SetupProbe;
+use crate::host::{self, Root};
 use crate::manifest::Manifest;
-use crate::output::{self, Style};
 use crate::profile::Profiles;
-use crate::{cli, error, exit, fetch};
+use crate::settings::{RvlVars, Settings};
+use crate::{cli, fetch};
+use outcome::{ApplyReport, Place, PlanReport, RollbackReport, SetupOutcome, StatusReport};
 
-pub fn run(args: &cli::SetupArgs) -> anyhow::Result<i32> {
+/// Run `rvl setup` in the mode its flags name. What it prints on the way (the plan before the
+/// confirmation prompt, progress on stderr) is for people; the outcome is printed by `main`.
+pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOutcome> {
+    fault::configure(settings.vars.fault.as_deref());
     let root = Root::open_dir(&args.system.root)?;
     if args.status {
-        return status(&root, args.json);
+        return status(&root);
     }
     if args.rollback {
         return rollback(&root, args.json);
     }
-    plan::check_only(&args.only)?;
-    let profiles = Profiles::load(args.system.profiles.as_deref())?;
-    let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
-    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
-    let opts = plan::Options {
-        only: args.only.clone(),
-        mesa_from: args.mesa_from,
-    };
-    let make_plan = || -> anyhow::Result<plan::Plan> {
-        let facts = gather(&root, &manifest);
-        plan::plan(&facts, &target, &manifest, &opts)
-    };
-    let style = Style::detect();
-    let root_desc = describe_root(&root);
-
+    let run = Run::prepare(args, settings, root)?;
     if args.dry_run {
-        let mut p = make_plan()?;
-        if let Some(j) = journal::StateDir::new(&root).load_journal()? {
+        run.plan_only()
+    } else {
+        run.apply()
+    }
+}
+
+/// A planning run: what it knows before it reads the system, and how it plans from it.
+struct Run<'a> {
+    args: &'a cli::SetupArgs,
+    settings: &'a Settings,
+    root: Root,
+    place: Place,
+    target: target::Target,
+    manifest: Manifest,
+    series: patches::Series,
+    opts: action::Options,
+}
+
+impl<'a> Run<'a> {
+    /// Check the flags, choose the board, load the manifest and the patch series.
+    fn prepare(
+        args: &'a cli::SetupArgs,
+        settings: &'a Settings,
+        root: Root,
+    ) -> anyhow::Result<Self> {
+        plan::check_only(&args.only)?;
+        let profiles = Profiles::load(args.system.profiles.as_deref())?;
+        let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
+        let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+        let opts = action::Options {
+            only: args.only.clone(),
+            mesa_from: match args.mesa_from {
+                cli::MesaFrom::Source => action::MesaSource::Source,
+                cli::MesaFrom::Prebuilt => action::MesaSource::Prebuilt,
+            },
+        };
+        let series =
+            patches::Series::load(settings.vars.patches_dir.as_deref(), &built_projects(&opts))?;
+        Ok(Run {
+            args,
+            settings,
+            place: Place::of(&root),
+            root,
+            target,
+            manifest,
+            series,
+            opts,
+        })
+    }
+
+    /// Read the facts and plan from them.
+    fn plan(&self) -> anyhow::Result<plan::Plan> {
+        let facts = gather(&self.root, &self.manifest, self.settings);
+        plan::plan(
+            &facts,
+            &self.target,
+            &self.manifest,
+            &self.series,
+            &self.opts,
+        )
+    }
+
+    /// `--dry-run`: the plan, and a note about an interrupted run.
+    fn plan_only(&self) -> anyhow::Result<SetupOutcome> {
+        let mut p = self.plan()?;
+        if let Some(j) = journal::StateDir::new(&self.root).load_journal()? {
             p.notes.push(format!(
                 "an interrupted {} run ({}) is pending; the next apply or rollback finishes it",
                 j.kind, j.id
             ));
         }
-        if args.json {
-            output::print_json(&json!({
-                "schema_version": output::SCHEMA_VERSION,
-                "command": "setup",
-                "mode": "plan",
-                "plan": p,
-            }))?;
-        } else {
-            print!("{}", render::plan_text(&p, &root_desc, style));
-        }
-        return Ok(exit::OK);
+        Ok(SetupOutcome::Plan(PlanReport {
+            plan: p,
+            place: self.place.clone(),
+        }))
     }
 
-    require_write_access(&root)?;
-    let _lock = lock::Lock::acquire(&root)?;
-    let recovered = journal::recover(&root)?;
-    if recovered != journal::Recovery::Nothing && !args.json {
-        eprintln!("rvl: {recovered}");
-    }
-    let p = make_plan()?;
-    if p.is_empty() {
-        if args.json {
-            output::print_json(&json!({
-                "schema_version": output::SCHEMA_VERSION,
-                "command": "setup",
-                "mode": "apply",
-                "applied": false,
-                "recovered": recovered,
-                "plan": p,
-            }))?;
-        } else {
-            print!("{}", render::plan_text(&p, &root_desc, style));
+    /// plan → confirm → prefetch → apply → re-plan, under the lock, after recovery.
+    fn apply(&self) -> anyhow::Result<SetupOutcome> {
+        require_write_access(&self.root)?;
+        let _lock = lock::Lock::acquire(&self.root)?;
+        let recovered = recover(&self.root, self.args.json)?;
+        let p = self.plan()?;
+        let mut report = ApplyReport {
+            applied: false,
+            recovered,
+            plan: p,
+            outcome: None,
+            remaining: None,
+            place: self.place.clone(),
+        };
+        if report.plan.is_empty() {
+            return Ok(SetupOutcome::Apply(report));
         }
-        return Ok(exit::OK);
-    }
-    if !args.json {
-        print!("{}", render::plan_text(&p, &root_desc, style));
-    }
-    confirm(args.yes)?;
-    let fetch_opts = fetch::Options {
-        progress: fetch::Progress::Auto,
-        ..fetch_options_from_env()
-    };
-    let cache = apply::prefetch(&root, &p, &fetch_opts)?;
-    let outcome = apply::apply(&root, &p, &cache, false)?;
-    let after = make_plan()?;
-    if args.json {
-        output::print_json(&json!({
-            "schema_version": output::SCHEMA_VERSION,
-            "command": "setup",
-            "mode": "apply",
-            "applied": true,
-            "recovered": recovered,
-            "plan": p,
-            "outcome": outcome,
-            "remaining": after.step_names(),
-        }))?;
-    } else {
-        println!(
-            "\n{} applied {} step{} ({}); undo with: rvl setup --rollback{}",
-            style.green("✓"),
-            outcome.steps.len(),
-            if outcome.steps.len() == 1 { "" } else { "s" },
-            outcome.steps.join(", "),
-            root_flag(&root)
-        );
-        if !after.is_empty() {
-            println!(
-                "{} a new plan still lists: {} (see `rvl setup --dry-run`)",
-                style.yellow("!"),
-                after.step_names().join(", ")
+        if !self.args.json {
+            print!(
+                "{}",
+                render::plan_text(&report.plan, &self.place.desc, self.settings.style)
             );
         }
-        if outcome
-            .steps
-            .iter()
-            .any(|s| s == "kernel" || s == "gpu-overlay")
-        {
-            println!("Reboot to start the new kernel / device tree.");
-        }
+        confirm(self.args.yes, self.settings)?;
+        let fetch_opts = fetch::Options {
+            progress: fetch::Progress::Auto,
+            ..fetch_options(&self.settings.vars)
+        };
+        let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
+        let done = apply::apply(&self.root, &report.plan, &cache, &self.series, false)?;
+        report.applied = true;
+        report.outcome = Some(done);
+        report.remaining = Some(self.plan()?.step_names());
+        Ok(SetupOutcome::Apply(report))
     }
-    Ok(exit::OK)
 }
 
-fn gather(root: &Root, manifest: &Manifest) -> facts::Facts {
-    let firmware_paths: Vec<String> = manifest
-        .recommended_firmware()
-        .map(|f| crate::firmware::standard_path(&f.path))
-        .into_iter()
-        .collect();
-    let present_paths = steps::probe_paths(manifest);
-    facts::gather(
-        root,
-        &facts::Probe {
-            firmware_paths: &firmware_paths,
-            present_paths: &present_paths,
-        },
-    )
+/// Finish an interrupted run first (the caller holds the lock); say so on stderr.
+fn recover(root: &Root, as_json: bool) -> anyhow::Result<journal::Recovery> {
+    let recovered = journal::recover(root)?;
+    if recovered != journal::Recovery::Nothing && !as_json {
+        eprintln!("rvl: {recovered}");
+    }
+    Ok(recovered)
+}
+
+/// The projects whose patch series this run may need: those of the build steps it plans.
+fn built_projects(opts: &action::Options) -> Vec<&'static str> {
+    let mut projects = Vec::new();
+    if opts.wants("mesa") && opts.mesa_from == action::MesaSource::Source {
+        projects.push("mesa");
+    }
+    if opts.wants("llama-cpp") {
+        projects.push("llama.cpp");
+    }
+    projects
+}
+
+/// Read the facts through the root: the files setup owns or edits, the boot links, the
+/// firmware's hash and the install stamps of the pinned builds.
+fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts {
+    let texts = [
+        paths::RVL_CONF,
+        EXTLINUX_CONF,
+        ARMBIAN_ENV,
+        paths::GROUP_FILE,
+        paths::GSHADOW_FILE,
+        paths::ICD_FILE,
+        paths::ENVIRONMENT_D_FILE,
+        paths::PROFILE_D_FILE,
+    ]
+    .map(String::from)
+    .to_vec();
+    let probe = SetupProbe {
+        texts,
+        links: paths::ARMBIAN_BOOT_LINKS.map(String::from).to_vec(),
+        hashes: manifest
+            .recommended_firmware()
+            .map(|f| crate::firmware::standard_path(&f.path))
+            .into_iter()
+            .collect(),
+        present: steps::probe_paths(manifest),
+        listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
+        sudo_user: settings.vars.sudo_user.clone(),
+    };
+    host::gather::setup_facts(root, &probe)
 }
 
 /// Network settings; `RVL_FETCH_STALL_SECS` / `RVL_FETCH_ATTEMPTS` shorten them for tests.
-fn fetch_options_from_env() -> fetch::Options {
+fn fetch_options(vars: &RvlVars) -> fetch::Options {
     let mut o = fetch::Options::default();
-    if let Some(s) = std::env::var("RVL_FETCH_STALL_SECS")
-        .ok()
+    if let Some(s) = vars
+        .fetch_stall_secs
+        .as_deref()
         .and_then(|v| v.parse().ok())
     {
         o.stall_timeout = std::time::Duration::from_secs(s);
     }
-    if let Some(n) = std::env::var("RVL_FETCH_ATTEMPTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(n) = vars.fetch_attempts.as_deref().and_then(|v| v.parse().ok()) {
         o.attempts = n;
         o.backoff = std::time::Duration::from_millis(50);
     }
     o
-}
-
-fn describe_root(root: &Root) -> String {
-    if root.is_live() {
-        "this system".into()
-    } else {
-        format!("root {}", root.base().display())
-    }
-}
-
-fn root_flag(root: &Root) -> String {
-    if root.is_live() {
-        String::new()
-    } else {
-        format!(" --root {}", root.base().display())
-    }
 }
 
 /// Changing the system needs root, unless `--root` is a tree the user owns.
@@ -204,22 +239,22 @@ fn require_write_access(root: &Root) -> anyhow::Result<()> {
     if owned {
         Ok(())
     } else {
-        Err(error::fail(
-            exit::PERMISSION,
-            "setup changes the system: run it as root (sudo rvl setup ...), or use --dry-run to look",
-        ))
+        Err(Error::NeedsRoot(
+            "setup changes the system: run it as root (sudo rvl setup ...), or use --dry-run to look".into(),
+        )
+        .into())
     }
 }
 
-fn confirm(yes: bool) -> anyhow::Result<()> {
+fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }
-    if !output::can_prompt() {
-        return Err(error::fail(
-            exit::NOT_CONFIRMED,
-            "not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)",
-        ));
+    if !settings.can_prompt() {
+        return Err(Error::NotConfirmed(
+            "not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)".into(),
+        )
+        .into());
     }
     let ok = dialoguer::Confirm::new()
         .with_prompt("Apply this plan?")
@@ -229,80 +264,29 @@ fn confirm(yes: bool) -> anyhow::Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(error::fail(
-            exit::NOT_CONFIRMED,
-            "not applying: declined (nothing was changed)",
-        ))
+        Err(Error::NotConfirmed("not applying: declined (nothing was changed)".into()).into())
     }
 }
 
-fn rollback(root: &Root, as_json: bool) -> anyhow::Result<i32> {
+/// `--rollback`: undo every applied transaction, newest first.
+fn rollback(root: &Root, as_json: bool) -> anyhow::Result<SetupOutcome> {
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
-    let recovered = journal::recover(root)?;
-    if recovered != journal::Recovery::Nothing && !as_json {
-        eprintln!("rvl: {recovered}");
-    }
+    let recovered = recover(root, as_json)?;
     let undone = journal::rollback(root)?;
-    if as_json {
-        output::print_json(&json!({
-            "schema_version": output::SCHEMA_VERSION,
-            "command": "setup",
-            "mode": "rollback",
-            "recovered": recovered,
-            "restored": undone.iter().map(|e| &e.path).collect::<Vec<_>>(),
-        }))?;
-    } else if undone.is_empty() {
-        println!(
-            "Nothing to roll back: setup has not changed {}.",
-            describe_root(root)
-        );
-    } else {
-        println!("✓ rolled back; restored or removed:");
-        for e in &undone {
-            println!("  {}", e.path);
-        }
-    }
-    Ok(exit::OK)
+    Ok(SetupOutcome::Rollback(RollbackReport {
+        recovered,
+        restored: undone.into_iter().map(|e| e.path).collect(),
+        place: Place::of(root),
+    }))
 }
 
-fn status(root: &Root, as_json: bool) -> anyhow::Result<i32> {
+/// `--status`: what setup applied, and any interrupted run.
+fn status(root: &Root) -> anyhow::Result<SetupOutcome> {
     let dir = journal::StateDir::new(root);
-    let state = dir.load_state()?;
-    let pending = dir.load_journal()?;
-    if as_json {
-        output::print_json(&json!({
-            "schema_version": output::SCHEMA_VERSION,
-            "command": "setup",
-            "mode": "status",
-            "applied": state.transactions,
-            "interrupted": pending,
-        }))?;
-        return Ok(exit::OK);
-    }
-    if state.transactions.is_empty() {
-        println!("setup has not changed {}.", describe_root(root));
-    }
-    for t in &state.transactions {
-        println!(
-            "applied {}: {} ({} path{})",
-            t.id,
-            t.steps.join(", "),
-            t.entries.len(),
-            if t.entries.len() == 1 { "" } else { "s" }
-        );
-        for e in &t.entries {
-            println!("  {}", e.path);
-        }
-    }
-    if let Some(j) = pending {
-        println!(
-            "! an interrupted {} run ({}, {} path{} touched) is pending: the next `rvl setup` or `rvl setup --rollback` finishes it",
-            j.kind,
-            j.id,
-            j.entries.len(),
-            if j.entries.len() == 1 { "" } else { "s" }
-        );
-    }
-    Ok(exit::OK)
+    Ok(SetupOutcome::Status(StatusReport {
+        applied: dir.load_state()?.transactions,
+        interrupted: dir.load_journal()?,
+        place: Place::of(root),
+    }))
 }

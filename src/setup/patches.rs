@@ -1,21 +1,21 @@
 //! Patch series (`patches/<project>/`): embedded in the binary at build time, or read from a
-//! directory named by `RVL_PATCHES_DIR` (development and tests). Order: the `series` file when
+//! directory named by `RVL_PATCHES_DIR` (development and tests; `settings.vars.patches_dir`).
+//! setup loads the series it needs once, before planning ([`Series::load`]), so the planner
+//! and apply work from the same bytes. Order: the `series` file when
 //! there is one (quilt's convention: one name a line, `#` comments), else every `*.patch` by
 //! name. A missing or empty series means "no patches". Applied with `patch -p1`.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::{error, exit};
+use crate::error::Error;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_patches.rs"));
 }
-
-/// Environment variable naming a directory that replaces the embedded `patches/`.
-pub const DIR_ENV: &str = "RVL_PATCHES_DIR";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
@@ -24,10 +24,35 @@ pub struct Patch {
     pub data: Vec<u8>,
 }
 
-/// The series for `project` ("mesa", "llama.cpp").
-pub fn series(project: &str) -> anyhow::Result<Vec<Patch>> {
-    match std::env::var_os(DIR_ENV) {
-        Some(dir) => load_dir(&Path::new(&dir).join(project), project),
+/// The loaded series of the projects a run builds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Series {
+    by_project: BTreeMap<String, Vec<Patch>>,
+}
+
+impl Series {
+    /// Load the series of each of `projects`, from `dir` when given, else the embedded copy.
+    pub fn load(dir: Option<&Path>, projects: &[&str]) -> anyhow::Result<Series> {
+        let mut by_project = BTreeMap::new();
+        for p in projects {
+            by_project.insert(p.to_string(), series(p, dir)?);
+        }
+        Ok(Series { by_project })
+    }
+
+    /// The series of `project`; empty when it has none or was not loaded.
+    pub fn get(&self, project: &str) -> &[Patch] {
+        self.by_project
+            .get(project)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// The series for `project` ("mesa", "llama.cpp"), from `dir/<project>` or the embedded copy.
+pub fn series(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
+    match dir {
+        Some(dir) => load_dir(&dir.join(project), project),
         None => {
             let prefix = format!("{project}/");
             let files: Vec<(String, Vec<u8>)> = embedded::EMBEDDED
@@ -48,9 +73,7 @@ pub fn load_dir(dir: &Path, project: &str) -> anyhow::Result<Vec<Patch>> {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if e.path().is_file() {
-            let data = fs::read(e.path()).map_err(|err| {
-                error::fail(exit::BAD_INPUT, format!("{}: {err}", e.path().display()))
-            })?;
+            let data = fs::read(e.path()).map_err(|err| Error::io("cannot read", e.path(), err))?;
             files.push((name, data));
         }
     }
@@ -78,16 +101,14 @@ fn order(project: &str, mut files: Vec<(String, Vec<u8>)>) -> anyhow::Result<Vec
                 let mut words = line.split_whitespace();
                 let name = words.next().unwrap_or_default().to_string();
                 if let Some(opt) = words.find(|w| *w != "-p1") {
-                    return Err(error::fail(
-                        exit::BAD_INPUT,
-                        format!("patches/{project}/series line {}: option `{opt}` is not supported (only -p1)", i + 1),
-                    ));
+                    return Err(Error::BadInput(format!("patches/{project}/series line {}: option `{opt}` is not supported (only -p1)", i + 1)).into());
                 }
                 if find(&name).is_none() {
-                    return Err(error::fail(
-                        exit::BAD_INPUT,
-                        format!("patches/{project}/series line {}: `{name}` is not in the series directory", i + 1),
-                    ));
+                    return Err(Error::BadInput(format!(
+                        "patches/{project}/series line {}: `{name}` is not in the series directory",
+                        i + 1
+                    ))
+                    .into());
                 }
                 names.push(name);
             }
@@ -127,7 +148,7 @@ pub fn apply(tree: &Path, patches: &[Patch], log: &mut dyn Write) -> anyhow::Res
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| error::fail(exit::PROBLEMS, format!("cannot run `patch`: {e}")))?;
+            .map_err(|e| Error::Tool(format!("cannot run `patch`: {e}")))?;
         let data = p.data.clone();
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let writer = std::thread::spawn(move || stdin.write_all(&data));
@@ -142,15 +163,13 @@ pub fn apply(tree: &Path, patches: &[Patch], log: &mut dyn Write) -> anyhow::Res
                 .filter(|l| !l.trim().is_empty())
                 .take(6)
                 .collect();
-            return Err(error::fail(
-                exit::PROBLEMS,
-                format!(
-                    "patch {} does not apply to {}:\n    {}",
-                    p.name,
-                    tree.file_name().unwrap_or_default().to_string_lossy(),
-                    said.join("\n    ")
-                ),
-            ));
+            return Err(Error::Tool(format!(
+                "patch {} does not apply to {}:\n    {}",
+                p.name,
+                tree.file_name().unwrap_or_default().to_string_lossy(),
+                said.join("\n    ")
+            ))
+            .into());
         }
     }
     Ok(())
@@ -240,8 +259,8 @@ mod tests {
     #[test]
     fn embedded_mesa_series_is_empty() {
         // patches/mesa holds only its README until a Mesa-side patch exists.
-        if std::env::var_os(DIR_ENV).is_none() {
-            assert!(series("mesa").unwrap().is_empty());
-        }
+        assert!(series("mesa", None).unwrap().is_empty());
+        let loaded = Series::load(None, &["mesa"]).unwrap();
+        assert!(loaded.get("mesa").is_empty() && loaded.get("llama.cpp").is_empty());
     }
 }

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::plan::{Action, Plan};
+use super::action::{Action, Verify};
+use super::plan::Plan;
 use crate::manifest::Origin;
 use crate::output::Style;
 
@@ -99,7 +100,7 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             if let Some(p) = preview {
                 diff_text(s, p, style);
             }
-            if let Some(super::plan::Verify::ExtlinuxDefaultBoots { path, release }) = verify {
+            if let Some(Verify::ExtlinuxDefaultBoots { path, release }) = verify {
                 let _ = writeln!(
                     s,
                     "      then check that `default` in {path} boots {release}"

@@ -1,27 +1,19 @@
 //! One planner per step. Each looks at the facts and returns the actions that bring the system
 //! to the target, or none when it is there already (that is what makes a second plan empty).
 
-use super::facts::{Facts, GROUP_FILE, GSHADOW_FILE};
-use super::plan::{diff, Action, Options, Verify};
+use super::action::{diff, Action, MesaSource, Options, Verify};
+use super::facts::Facts;
+use super::patches::Series;
+use super::paths::{
+    prefix_for, BUILD_STAMP, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
+    PROFILE_D_FILE, RVL_CONF,
+};
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
-use crate::cli::MesaFrom;
+use crate::error::Error;
 use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
 use crate::profile::BootLayout;
-use crate::{error, exit};
-
-/// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
-pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
-/// systemd user sessions read this (environment.d(5)).
-pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
-/// Login shells (ssh) read this.
-pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";
-/// Revision of rvl's build of a pinned source; bump when the patch series or options change,
-/// so the new build goes into a new prefix next to the old one.
-pub const BUILD_REVISION: u32 = 1;
-/// Written into an install prefix last, so its presence means "complete".
-pub const BUILD_STAMP: &str = "share/rvl/build.json";
 
 /// Configure options that build only panvk (no GL, no other drivers, no LLVM).
 pub const MESA_OPTIONS: &[&str] = &[
@@ -58,6 +50,8 @@ pub fn build_deps(project: &str) -> &'static str {
 
 pub struct Ctx<'a> {
     pub facts: &'a Facts,
+    /// The patch series, loaded before planning.
+    pub patches: &'a Series,
     pub target: &'a Target,
     pub manifest: &'a Manifest,
     pub opts: &'a Options,
@@ -84,7 +78,7 @@ fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action
 fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
     ctx.facts
         .target_kernel(ctx.target)
-        .ok_or_else(|| error::fail(exit::UNSUPPORTED, ctx.target.kernel_advice()))
+        .ok_or_else(|| Error::Unsupported(ctx.target.kernel_advice()).into())
 }
 
 /// The release the boot configuration starts by default now.
@@ -129,12 +123,12 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             let label = ubootmenu::label_for_release(&facts.installed_kernels, release)
                 .expect("the wanted kernel is one of the installed ones");
             let conf = rvl_conf_text(release, &label);
-            let conf_old = facts.file(ubootmenu::RVL_CONF);
+            let conf_old = facts.file(RVL_CONF);
             let stale_conf = conf_old.is_some_and(|c| c != conf);
             if boots_target && !stale_conf {
                 return Ok(out);
             }
-            out.actions.extend(write(ubootmenu::RVL_CONF, conf_old, conf, 0o644));
+            out.actions.extend(write(RVL_CONF, conf_old, conf, 0o644));
             let old = facts.file(ubootmenu::EXTLINUX_CONF);
             let preview = old.map(|text| {
                 let mut e = Extlinux::parse(text);
@@ -163,13 +157,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 .map(|en| en.label.clone())
                 .next()
             else {
-                return Err(error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
+                return Err(Error::Unsupported(format!(
                         "{}: no label boots {release}; add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
                         ubootmenu::EXTLINUX_CONF
-                    ),
-                ));
+                    )).into());
             };
             e.set_default(&label);
             out.actions
@@ -184,10 +175,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             ] {
                 let exists = facts.is_present(&format!("/boot/{file}"));
                 if link == "/boot/Image" && !exists {
-                    return Err(error::fail(
-                        exit::UNSUPPORTED,
-                        format!("/boot/{file} is missing; reinstall the {release} kernel package"),
-                    ));
+                    return Err(Error::Unsupported(format!("/boot/{file} is missing; reinstall the {release} kernel package")).into());
                 }
                 if exists && facts.link(link) != Some(file.as_str()) {
                     out.actions.push(Action::Symlink {
@@ -199,10 +187,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
         }
         None => {
-            return Err(error::fail(
-                exit::UNSUPPORTED,
-                "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
-            ))
+            return Err(Error::Unsupported("cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf".into()).into())
         }
     }
     Ok(out)
@@ -291,13 +276,11 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     }
     let Some(url) = fw.url.clone() else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            format!(
-                "manifest: firmware `{}` has no url to download it from",
-                fw.id
-            ),
-        ));
+        return Err(Error::Manifest(format!(
+            "manifest: firmware `{}` has no url to download it from",
+            fw.id
+        ))
+        .into());
     };
     out.summary = match &have {
         None => format!("install the G610 CSF firmware ({})", fw.version),
@@ -329,11 +312,6 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
         }
     }
     Ok(out)
-}
-
-/// Install prefix of rvl's build of a source.
-pub fn prefix_for(project: &str, version: &str) -> String {
-    format!("/opt/rvl/{project}-{version}-rvl{BUILD_REVISION}")
 }
 
 /// Paths whose presence the planner checks (complete install prefixes).
@@ -381,28 +359,26 @@ fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String
     }
 }
 
-fn patch_names(project: &str) -> anyhow::Result<Vec<String>> {
-    Ok(super::patches::series(project)?
-        .into_iter()
-        .map(|p| p.name)
-        .collect())
+fn patch_names(ctx: &Ctx, project: &str) -> Vec<String> {
+    ctx.patches
+        .get(project)
+        .iter()
+        .map(|p| p.name.clone())
+        .collect()
 }
 
 pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = mesa_source(ctx.manifest) else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: no `mesa` source is pinned",
-        ));
+        return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let prefix = prefix_for("mesa", &src.version);
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
         return Ok(out);
     }
     match ctx.opts.mesa_from {
-        MesaFrom::Source => {
-            let patches = patch_names("mesa")?;
+        MesaSource::Source => {
+            let patches = patch_names(ctx, "mesa");
             out.summary = format!(
                 "build panvk from Mesa {} ({} patch{}) into {prefix}",
                 src.version,
@@ -410,25 +386,22 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 if patches.len() == 1 { "" } else { "es" }
             );
             if src.build != BuildSystem::Meson {
-                return Err(error::fail(
-                    exit::BAD_INPUT,
-                    "manifest: Mesa must be built with meson",
-                ));
+                return Err(
+                    Error::Manifest("manifest: Mesa must be built with meson".into()).into(),
+                );
             }
             out.actions
                 .push(build_action("mesa", src, MESA_OPTIONS, patches));
         }
-        MesaFrom::Prebuilt => {
+        MesaSource::Prebuilt => {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
-                return Err(error::fail(
-                    exit::UNSUPPORTED,
-                    format!(
-                        "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
-                        src.version
-                    ),
-                ));
+                return Err(Error::Unsupported(format!(
+                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
+                    src.version
+                ))
+                .into());
             };
             out.summary = format!(
                 "install prebuilt panvk (Mesa {}) into {prefix}",
@@ -455,17 +428,11 @@ pub fn icd_json(prefix: &str) -> String {
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(prefix) = mesa_prefix(ctx.manifest) else {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: no `mesa` source is pinned",
-        ));
+        return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
     if !installed && !ctx.opts.wants("mesa") {
-        return Err(error::fail(
-            exit::UNSUPPORTED,
-            format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)"),
-        ));
+        return Err(Error::Unsupported(format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)")).into());
     }
     let f = ctx.facts;
     out.actions
@@ -555,10 +522,7 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = llama_source(ctx.manifest) else {
         if ctx.opts.named("llama-cpp") {
-            return Err(error::fail(
-                exit::BAD_INPUT,
-                "manifest: no `llama.cpp` source is pinned",
-            ));
+            return Err(Error::Manifest("manifest: no `llama.cpp` source is pinned".into()).into());
         }
         out.notes
             .push("llama-cpp: skipped, the manifest pins no llama.cpp source".into());
@@ -569,12 +533,9 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     }
     if src.build != BuildSystem::Cmake {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            "manifest: llama.cpp must be built with cmake",
-        ));
+        return Err(Error::Manifest("manifest: llama.cpp must be built with cmake".into()).into());
     }
-    let patches = patch_names("llama.cpp")?;
+    let patches = patch_names(ctx, "llama.cpp");
     out.summary = format!(
         "build llama.cpp {} with Vulkan ({} patch{}) into {prefix}",
         src.version,

@@ -5,8 +5,9 @@
 use serde::Serialize;
 
 use crate::bootcfg::kver::compare_releases;
+use crate::error::Error;
+use crate::host;
 use crate::profile::{Profile, Profiles};
-use crate::{error, exit, host};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
@@ -92,27 +93,24 @@ pub fn choose(
     let compatible = host::devicetree::read(root).map(|dt| dt.compatible);
     match profiles.select(board, compatible.as_deref()) {
         Ok(Some((profile, _))) => Ok(Target::from_profile(profile)),
-        Ok(None) => Err(error::fail(
-            exit::UNSUPPORTED,
-            format!(
-                "cannot tell which board this is from its device tree; pass --board NAME (known: {})",
-                profiles.known_ids()
-            ),
-        )),
+        Ok(None) => Err(Error::Unsupported(format!(
+            "cannot tell which board this is from its device tree; pass --board NAME (known: {})",
+            profiles.known_ids()
+        ))
+        .into()),
         // A --board value that names no profile is a usage error, as in `rvl doctor`.
-        Err(unknown) => Err(error::fail(
-            exit::USAGE,
-            format!(
-                "no board profile `{}` (known: {})",
-                unknown.id, unknown.known
-            ),
-        )),
+        Err(unknown) => Err(Error::Usage(format!(
+            "no board profile `{}` (known: {})",
+            unknown.id, unknown.known
+        ))
+        .into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
 
     fn target(board: &str) -> Target {
         Target::from_profile(Profiles::builtin().unwrap().by_id(board).unwrap())

@@ -4,9 +4,9 @@
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
-use crate::inventory::RenderAccess;
 use crate::host::sysfs::{PlatformGpu, RenderNode};
 use crate::inventory::Inventory;
+use crate::inventory::RenderAccess;
 
 const ID: &str = "render-node";
 

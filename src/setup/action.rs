@@ -1,0 +1,136 @@
+//! What a plan is made of: actions as plain data (what file gets which bytes, which link points
+//! where, which tool runs and what it may change), the checks run after a tool, and the
+//! options the planner takes. Imports nothing else from `setup`.
+
+use serde::Serialize;
+
+use crate::manifest::{BuildSystem, Origin};
+
+/// Where panvk comes from (the CLI's `--mesa-from`, converted at the edge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MesaSource {
+    /// Build the pinned Mesa release with rvl's patch series.
+    Source,
+    /// Unpack the manifest's prebuilt archive.
+    Prebuilt,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Steps to plan (empty: all).
+    pub only: Vec<String>,
+    pub mesa_from: MesaSource,
+}
+
+impl Options {
+    pub fn wants(&self, step: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|s| s == step)
+    }
+
+    /// True when the user named this step with `--only`.
+    pub fn named(&self, step: &str) -> bool {
+        self.only.iter().any(|s| s == step)
+    }
+}
+
+/// A check run after a tool, so a generator that did something unexpected fails the step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "check", rename_all = "kebab-case")]
+pub enum Verify {
+    /// `default` in this extlinux.conf must name a label whose `linux` line boots `release`.
+    ExtlinuxDefaultBoots { path: String, release: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// Create or replace a text file.
+    WriteFile {
+        path: String,
+        mode: u32,
+        #[serde(skip)]
+        content: String,
+        /// Unified diff from the current content (empty old side for a new file).
+        diff: String,
+        new_file: bool,
+    },
+    /// Rename a file (Radxa disables an overlay as `X.dtbo` -> `X.dtbo.disabled`).
+    RenameFile { from: String, to: String },
+    /// Point a link somewhere else.
+    Symlink {
+        path: String,
+        target: String,
+        was: Option<String>,
+    },
+    /// Download a pinned file and install it.
+    InstallArtifact {
+        path: String,
+        url: String,
+        sha256: String,
+        size: u64,
+        mode: u32,
+        was_sha256: Option<String>,
+        description: String,
+    },
+    /// Run a system tool (found in the root); `changes` are backed up first.
+    RunTool {
+        tool: String,
+        args: Vec<String>,
+        changes: Vec<String>,
+        /// What the tool is expected to change, as a diff (when predictable).
+        preview: Option<String>,
+        verify: Option<Verify>,
+    },
+    /// Download, verify, unpack, patch, build and install a source release into its prefix.
+    BuildSource {
+        project: String,
+        version: String,
+        /// `"url": …` or `"pip": {…}` in JSON.
+        #[serde(flatten)]
+        origin: Origin,
+        sha256: String,
+        size: u64,
+        tree: String,
+        system: BuildSystem,
+        prefix: String,
+        options: Vec<String>,
+        patches: Vec<String>,
+    },
+    /// Download a pinned prebuilt archive and unpack it as the prefix.
+    InstallPrebuilt {
+        url: String,
+        sha256: String,
+        size: u64,
+        prefix: String,
+    },
+}
+
+/// Unified diff of two texts, with file names in the header.
+pub fn diff(path: &str, old: Option<&str>, new: &str) -> String {
+    let old_text = old.unwrap_or("");
+    let old_name = if old.is_some() {
+        format!("a{path}")
+    } else {
+        "/dev/null".to_string()
+    };
+    similar::TextDiff::from_lines(old_text, new)
+        .unified_diff()
+        .context_radius(2)
+        .header(&old_name, &format!("b{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_shows_only_the_changed_line_with_context() {
+        let d = diff("/e", Some("a\nb\nc\nd\ne\nf\n"), "a\nb\nc\nD\ne\nf\n");
+        assert!(d.contains("--- a/e\n+++ b/e\n"), "{d}");
+        assert!(d.contains("-d\n+D\n"), "{d}");
+        assert!(!d.contains(" a\n"), "context is two lines: {d}");
+        let n = diff("/n", None, "x\n");
+        assert!(n.contains("--- /dev/null") && n.contains("+x"), "{n}");
+    }
+}

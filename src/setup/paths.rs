@@ -1,0 +1,27 @@
+//! The files and directories `rvl setup` owns or edits on a system (in-root paths). Imports
+//! nothing: the planner, the facts reader and apply all name paths from here.
+
+/// u-boot-menu fragment rvl writes (the admin's conf.d, read last by u-boot-update).
+pub const RVL_CONF: &str = "/etc/u-boot-menu/conf.d/rvl.conf";
+/// The group database the `access` step edits.
+pub const GROUP_FILE: &str = "/etc/group";
+/// Its shadow, edited alongside when present.
+pub const GSHADOW_FILE: &str = "/etc/gshadow";
+/// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
+pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
+/// systemd user sessions read this (environment.d(5)).
+pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
+/// Login shells (ssh) read this.
+pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";
+/// The links Armbian boots through, which the `kernel` step may repoint.
+pub const ARMBIAN_BOOT_LINKS: [&str; 3] = ["/boot/Image", "/boot/uInitrd", "/boot/dtb"];
+/// Revision of rvl's build of a pinned source; bump when the patch series or options change,
+/// so the new build goes into a new prefix next to the old one.
+pub const BUILD_REVISION: u32 = 1;
+/// Written into an install prefix last, so its presence means "complete".
+pub const BUILD_STAMP: &str = "share/rvl/build.json";
+
+/// Install prefix of rvl's build of a source.
+pub fn prefix_for(project: &str, version: &str) -> String {
+    format!("/opt/rvl/{project}-{version}-rvl{BUILD_REVISION}")
+}
