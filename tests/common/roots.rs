@@ -11,7 +11,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::http::{sha256_hex, Reply, Server};
-use super::run::Rvl;
+use super::run::{rvl, Rvl};
 
 pub const STATE_DIR: &str = "var/lib/rvl";
 
@@ -194,6 +194,19 @@ pub fn firmware_bytes() -> Vec<u8> {
     v
 }
 
+/// A tar archive of `files` (path, bytes, mode).
+pub fn tar(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data, mode) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(*mode);
+        h.set_cksum();
+        b.append_data(&mut h, path, *data).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
 /// A loopback server plus a manifest file naming what it serves.
 pub struct Artifacts {
     pub server: Server,
@@ -243,33 +256,10 @@ pub fn artifacts(
 /// `rvl setup --root ROOT --manifest MANIFEST`, downloads retried once and a stall given up
 /// after 5 s.
 pub fn setup(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
-    super::run::rvl(&["setup"])
+    rvl(&["setup"])
         .root(root)
         .arg("--manifest")
         .arg(manifest)
         .env("RVL_FETCH_ATTEMPTS", "2")
         .env("RVL_FETCH_STALL_SECS", "5")
-}
-
-/// Old style, until the setup tests move to [`Fixture`] and [`setup`].
-pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let fx = Fixture::copy(name);
-    let root = fx.root.clone();
-    (fx.dir, root)
-}
-
-/// Old style, until the setup tests move to [`setup`].
-pub fn rvl(root: &Path, manifest: &Path) -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("rvl").unwrap();
-    c.env_remove("SUDO_USER")
-        .env_remove("RVL_FAULT")
-        .env_remove("RVL_PATCHES_DIR")
-        .env("RVL_FETCH_ATTEMPTS", "2")
-        .env("RVL_FETCH_STALL_SECS", "5")
-        .arg("setup")
-        .arg("--root")
-        .arg(root)
-        .arg("--manifest")
-        .arg(manifest);
-    c
 }
