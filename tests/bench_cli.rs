@@ -2,8 +2,10 @@
 //! failure that is reported while the sweep goes on, save/compare, and --probe-limits.
 //! Runs on the "tiny" preset so lavapipe on two cores finishes in seconds.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
+
+use common::{rvl, Rvl};
+use rvl::exit;
 
 fn vulkan_present() -> bool {
     match rvl::bench::vk::Instance::load() {
@@ -20,91 +22,52 @@ fn vulkan_present() -> bool {
     }
 }
 
-fn rvl() -> Command {
-    let mut c = Command::cargo_bin("rvl").unwrap();
-    c.env_remove(rvl::bench::inject::ENV);
-    c
+/// `rvl smoke-bench --model tiny --no-cpu ARGS`.
+fn tiny(args: &[&str]) -> Rvl {
+    rvl(&["smoke-bench", "--model", "tiny", "--no-cpu"]).args(args)
 }
 
-fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) {
-    let mut cmd = rvl();
-    cmd.args([
-        "smoke-bench",
-        "--model",
-        "tiny",
-        "--ubatch",
-        "8,16",
-        "--quick",
-        "--no-cpu",
-        "--json",
-    ]);
-    cmd.args(extra);
-    if let Some((k, v)) = env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let doc: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON only ({e}): {stdout}"));
-    (
-        out.status.code().unwrap(),
-        doc,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// The same with `--ubatch 8,16 --quick`: seconds on lavapipe.
+fn tiny_quick(args: &[&str]) -> Rvl {
+    tiny(&["--ubatch", "8,16", "--quick"]).args(args)
 }
 
 #[test]
 fn missing_loader_is_no_vulkan_not_a_panic() {
-    let out = rvl()
-        .args(["smoke-bench", "--quick"])
+    let out = rvl(&["smoke-bench", "--quick"])
         .env("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(8));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("Vulkan loader") && err.contains("apt-get install libvulkan1"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty());
+        .run()
+        .expect_code(exit::NO_VULKAN)
+        .expect_stderr("Vulkan loader")
+        .expect_stderr("apt-get install libvulkan1");
+    assert!(out.stdout().is_empty(), "{out}");
 }
 
 #[test]
 fn no_driver_is_no_vulkan_with_a_hint() {
-    let out = rvl()
-        .args(["smoke-bench", "--quick", "--json"])
+    let out = rvl(&["smoke-bench", "--quick", "--json"])
         .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(8),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+        .run()
+        .expect_code(exit::NO_VULKAN);
+    let err = out.stderr();
     assert!(
         err.contains("VK_DRIVER_FILES") || err.contains("no device"),
-        "{err}"
+        "{out}"
     );
 }
 
 #[test]
 fn bad_flags_are_usage_errors() {
-    let out = rvl()
-        .args(["smoke-bench", "--precision", "fp8"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown precision"));
-    let out = rvl()
-        .args(["smoke-bench"])
+    rvl(&["smoke-bench", "--precision", "fp8"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown precision");
+    rvl(&["smoke-bench"])
         .env(rvl::bench::inject::ENV, "soon:vkQueueSubmit")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("UBATCH:CALL[:RESULT]"));
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("UBATCH:CALL[:RESULT]");
 }
 
 #[test]
@@ -112,8 +75,10 @@ fn json_run_has_schema_checks_and_stacks() {
     if !vulkan_present() {
         return;
     }
-    let (code, doc, stderr) = tiny_json(&["--precision", "fp32,q4_0"], None);
-    assert_eq!(code, 0, "{stderr}");
+    let out = tiny_quick(&["--json", "--precision", "fp32,q4_0"])
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
     assert_eq!(doc["schema_version"], 1);
     assert!(doc["device"]["name"].is_string());
     assert_eq!(doc["model"]["name"], "tiny");
@@ -137,7 +102,10 @@ fn json_run_has_schema_checks_and_stacks() {
         assert!(best["predicted_tokens_per_s"].as_f64().unwrap() > 0.0);
         assert_eq!(best["dispatches"].as_u64().unwrap() % 5, 0);
     }
-    assert!(stderr.contains("smoke-bench:"), "progress goes to stderr");
+    assert!(
+        out.stderr().contains("smoke-bench:"),
+        "progress goes to stderr: {out}"
+    );
 }
 
 #[test]
@@ -145,11 +113,12 @@ fn injected_failure_is_reported_and_the_sweep_continues() {
     if !vulkan_present() {
         return;
     }
-    let (code, doc, stderr) = tiny_json(
-        &["--precision", "fp32"],
-        Some((rvl::bench::inject::ENV, "8:vkEndCommandBuffer")),
-    );
-    assert_eq!(code, 1, "a failed ubatch is a problem: {stderr}");
+    // A failed ubatch is a problem.
+    let doc = tiny_quick(&["--json", "--precision", "fp32"])
+        .env(rvl::bench::inject::ENV, "8:vkEndCommandBuffer")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
     let ubs = doc["ubatches"].as_array().unwrap();
     let failed = &ubs[0]["stacks"][0];
     assert_eq!(ubs[0]["ubatch"], 8);
@@ -161,29 +130,13 @@ fn injected_failure_is_reported_and_the_sweep_continues() {
     assert_eq!(ubs[1]["stacks"][0]["status"], "ok");
 
     // The human table shows the failing call too.
-    let out = rvl()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8,16",
-            "--quick",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-        ])
+    tiny_quick(&["--precision", "fp32"])
         .env(
             rvl::bench::inject::ENV,
             "16:vkQueueSubmit:VK_ERROR_DEVICE_LOST",
         )
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("vkQueueSubmit returned VK_ERROR_DEVICE_LOST (injected)"),
-        "{text}"
-    );
+        .run()
+        .expect_stdout("vkQueueSubmit returned VK_ERROR_DEVICE_LOST (injected)");
 }
 
 #[test]
@@ -194,10 +147,13 @@ fn save_then_compare() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("before.json");
     let saved_s = saved.to_str().unwrap();
-    let (code, _, stderr) = tiny_json(&["--precision", "fp32", "--save", saved_s], None);
-    assert_eq!(code, 0, "{stderr}");
-    let (code, doc, stderr) = tiny_json(&["--precision", "fp32", "--compare", saved_s], None);
-    assert_eq!(code, 0, "{stderr}");
+    tiny_quick(&["--json", "--precision", "fp32", "--save", saved_s])
+        .run()
+        .expect_code(exit::OK);
+    let doc = tiny_quick(&["--json", "--precision", "fp32", "--compare", saved_s])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
     let rows = doc["comparison"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows[0]["change"].is_number());
@@ -206,32 +162,16 @@ fn save_then_compare() {
         "same model and size"
     );
     // A run of another size (here: default vs quick) does not compare: the output says so.
-    let out = rvl()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-            "--compare",
-            saved_s,
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("the numbers do not compare"), "{text}");
+    tiny(&["--ubatch", "8", "--precision", "fp32", "--compare", saved_s])
+        .run()
+        .expect_stdout("the numbers do not compare");
 
     std::fs::write(dir.path().join("junk.json"), "[1, 2").unwrap();
-    let out = rvl()
-        .args(["smoke-bench", "--compare"])
+    rvl(&["smoke-bench", "--compare"])
         .arg(dir.path().join("junk.json"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.json"));
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("junk.json");
 }
 
 #[test]
@@ -239,17 +179,10 @@ fn probe_limits_is_bounded_and_reports_each_test() {
     if !vulkan_present() {
         return;
     }
-    let out = rvl()
-        .args(["smoke-bench", "--probe-limits", "--json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = rvl(&["smoke-bench", "--probe-limits", "--json"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
     let runs = doc["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(runs[0]["accumulators"], 128);
