@@ -130,12 +130,21 @@ fn json_shape() {
     assert!(doc["inventory"]["gpu"]["devices"].is_array());
 }
 
-#[test]
-fn boltzmann_mainline_is_healthy() {
-    let doc = report(doctor_on("boltzmann-mainline"), exit::OK);
-    expect(
-        &doc,
-        &[
+/// A fixture root, the exit status doctor gives it, what the named checks report, and what
+/// their summary or fix says: `(check, "summary" | "fix", needles)`. Each root's findings are
+/// also its snapshot.
+struct Scenario {
+    root: &'static str,
+    code: i32,
+    statuses: &'static [(&'static str, &'static str)],
+    says: &'static [(&'static str, &'static str, &'static [&'static str])],
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        root: "boltzmann-mainline",
+        code: exit::OK,
+        statuses: &[
             ("board", "pass"),
             ("kernel", "pass"),
             ("gpu-driver", "pass"),
@@ -146,126 +155,157 @@ fn boltzmann_mainline_is_healthy() {
             ("boot-default", "pass"),
             ("vulkan-device", "skip"),
         ],
-    );
-    says(
-        &summary(&doc, "firmware"),
-        &["2026 LTS", "interface v1.5.0"],
-    );
-    insta::assert_json_snapshot!("boltzmann-mainline", findings(&doc));
-}
-
-#[test]
-fn boltzmann_vendor_kernel_with_kbase() {
-    let doc = report(doctor_on("boltzmann-vendor-kbase"), exit::PROBLEMS);
-    expect(
-        &doc,
-        &[
+        says: &[("firmware", "summary", &["2026 LTS", "interface v1.5.0"])],
+    },
+    Scenario {
+        root: "boltzmann-vendor-kbase",
+        code: exit::PROBLEMS,
+        statuses: &[
             ("board", "pass"),
             ("kernel", "fail"),
             ("gpu-driver", "fail"),
             ("render-node", "skip"),
             ("boot-default", "warn"),
         ],
-    );
-    says(&summary(&doc, "gpu-driver"), &["kbase"]);
-    says(
-        &summary(&doc, "boot-default"),
-        &["6.1.75-npu-port (extlinux label l1)"],
-    );
-    // Armbian-style DT (gpu-panthor@ disabled) on a u-boot-menu system: the overlay goes into
-    // u-boot-menu's configuration; and the mainline route.
-    says(
-        &fix(&doc, "gpu-driver"),
-        &["rockchip-rk3588-panthor-gpu.dtbo", "U_BOOT_FDT_OVERLAYS"],
-    );
-    says(
-        &fix(&doc, "kernel"),
-        &[
-            "rvl setup --board boltzmann --only kernel",
-            "boots 7.0.0-rc3-marfrit-A1",
+        says: &[
+            ("gpu-driver", "summary", &["kbase"]),
+            (
+                "boot-default",
+                "summary",
+                &["6.1.75-npu-port (extlinux label l1)"],
+            ),
+            // Armbian-style DT (gpu-panthor@ disabled) on a u-boot-menu system: the overlay
+            // goes into u-boot-menu's configuration; and the mainline route.
+            (
+                "gpu-driver",
+                "fix",
+                &["rockchip-rk3588-panthor-gpu.dtbo", "U_BOOT_FDT_OVERLAYS"],
+            ),
+            (
+                "kernel",
+                "fix",
+                &[
+                    "rvl setup --board boltzmann --only kernel",
+                    "boots 7.0.0-rc3-marfrit-A1",
+                ],
+            ),
         ],
-    );
-    insta::assert_json_snapshot!("boltzmann-vendor-kbase", findings(&doc));
-}
-
-#[test]
-fn ampere_gpu_node_disabled() {
-    let doc = report(doctor_on("ampere-gpu-disabled"), exit::PROBLEMS);
-    expect(
-        &doc,
-        &[
+    },
+    // The GPU node is disabled.
+    Scenario {
+        root: "ampere-gpu-disabled",
+        code: exit::PROBLEMS,
+        statuses: &[
             ("board", "pass"),
             ("kernel", "pass"),
             ("gpu-driver", "fail"),
             ("render-node", "skip"),
         ],
-    );
-    says(&summary(&doc, "gpu-driver"), &["/gpu@fb000000 is disabled"]);
-    says(
-        &fix(&doc, "gpu-driver"),
-        &["--board ampere --only gpu-overlay"],
-    );
-    insta::assert_json_snapshot!("ampere-gpu-disabled", findings(&doc));
-}
-
-#[test]
-fn panthor_probe_failed_for_missing_firmware() {
-    let doc = report(doctor_on("panthor-missing-firmware"), exit::PROBLEMS);
-    expect(
-        &doc,
-        &[
+        says: &[
+            ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
+            ("gpu-driver", "fix", &["--board ampere --only gpu-overlay"]),
+        ],
+    },
+    // Panthor's probe failed for missing firmware.
+    Scenario {
+        root: "panthor-missing-firmware",
+        code: exit::PROBLEMS,
+        statuses: &[
             ("kernel", "pass"),
             ("gpu-driver", "fail"),
             ("firmware", "fail"),
         ],
-    );
-    says(&summary(&doc, "gpu-driver"), &["firmware"]);
-    says(&fix(&doc, "firmware"), &["--only firmware"]);
-    insta::assert_json_snapshot!("panthor-missing-firmware", findings(&doc));
-}
-
-#[test]
-fn firmware_only_in_the_wrong_arch_directory() {
-    let doc = report(doctor_on("firmware-wrong-arch"), exit::PROBLEMS);
-    expect(&doc, &[("board", "pass"), ("firmware", "fail")]);
-    says(
-        &summary(&doc, "firmware"),
-        &[
-            "arch10.10",
-            "/lib/firmware/arm/mali/arch10.8/mali_csffw.bin",
+        says: &[
+            ("gpu-driver", "summary", &["firmware"]),
+            ("firmware", "fix", &["--only firmware"]),
         ],
-    );
-    insta::assert_json_snapshot!("firmware-wrong-arch", findings(&doc));
+    },
+    // Firmware only in the wrong arch directory.
+    Scenario {
+        root: "firmware-wrong-arch",
+        code: exit::PROBLEMS,
+        statuses: &[("board", "pass"), ("firmware", "fail")],
+        says: &[(
+            "firmware",
+            "summary",
+            &[
+                "arch10.10",
+                "/lib/firmware/arm/mali/arch10.8/mali_csffw.bin",
+            ],
+        )],
+    },
+    // Two panvk ICDs warn; warnings alone do not fail.
+    Scenario {
+        root: "duplicate-icds",
+        code: exit::OK,
+        statuses: &[("board", "pass"), ("vulkan-icd", "warn")],
+        says: &[("vulkan-icd", "fix", &["VK_DRIVER_FILES="])],
+    },
+    // Radxa's BSP layout names the Radxa overlay.
+    Scenario {
+        root: "radxa-bsp-kbase",
+        code: exit::PROBLEMS,
+        statuses: &[("kernel", "fail"), ("gpu-driver", "fail")],
+        says: &[
+            ("gpu-driver", "summary", &["fb000000.gpu-mali"]),
+            ("gpu-driver", "fix", &["rk3588-mali-enable"]),
+        ],
+    },
+    // An x86 host is reported, not crashed on.
+    Scenario {
+        root: "x86-host",
+        code: exit::PROBLEMS,
+        statuses: &[],
+        says: &[("board", "summary", &["no device tree"])],
+    },
+    // Armbian's BSP panthor device is found by its compatible; renderD128 is the display
+    // controller, panthor's node is renderD129.
+    Scenario {
+        root: "armbian-vendor-panthor",
+        code: exit::OK,
+        statuses: &[
+            ("kernel", "warn"),
+            ("gpu-driver", "pass"),
+            ("render-node", "pass"),
+            ("boot-default", "warn"),
+        ],
+        says: &[
+            ("gpu-driver", "summary", &["fb000000.gpu-panthor"]),
+            ("render-node", "summary", &["/dev/dri/renderD129"]),
+        ],
+    },
+];
+
+#[test]
+fn each_fixture_root_reports_its_scenario() {
+    for sc in SCENARIOS {
+        eprintln!("root {}", sc.root);
+        let doc = report(doctor_on(sc.root), sc.code);
+        expect(&doc, sc.statuses);
+        for (id, field, needles) in sc.says {
+            let text = check(&doc, id)[*field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}: {id} has no {field}", sc.root));
+            says(text, needles);
+        }
+        insta::assert_json_snapshot!(sc.root, findings(&doc));
+    }
 }
 
 #[test]
-fn duplicate_icds_warn_and_strict_fails() {
-    // Warnings alone do not fail.
+fn duplicate_icds_are_the_orange_pi_5s_and_strict_fails() {
     let doc = report(doctor_on("duplicate-icds"), exit::OK);
-    expect(&doc, &[("board", "pass"), ("vulkan-icd", "warn")]);
     assert_eq!(doc["board"]["id"], "orangepi-5");
-    says(&fix(&doc, "vulkan-icd"), &["VK_DRIVER_FILES="]);
     doctor_on("duplicate-icds")
         .arg("--strict")
         .run()
         .expect_code(exit::PROBLEMS);
-    insta::assert_json_snapshot!("duplicate-icds", findings(&doc));
 }
 
 #[test]
-fn radxa_bsp_layout_names_the_radxa_overlay() {
-    let doc = report(doctor_on("radxa-bsp-kbase"), exit::PROBLEMS);
-    expect(&doc, &[("kernel", "fail"), ("gpu-driver", "fail")]);
-    says(&summary(&doc, "gpu-driver"), &["fb000000.gpu-mali"]);
-    says(&fix(&doc, "gpu-driver"), &["rk3588-mali-enable"]);
-    insta::assert_json_snapshot!("radxa-bsp-kbase", findings(&doc));
-}
-
-#[test]
-fn x86_host_is_reported_not_crashed() {
+fn x86_host_has_no_board_and_skips_every_other_check() {
     let doc = report(doctor_on("x86-host"), exit::PROBLEMS);
     assert_eq!(doc["board"]["id"], Value::Null);
-    says(&summary(&doc, "board"), &["no device tree"]);
     let s = statuses(&doc);
     assert!(
         s.iter()
@@ -273,7 +313,6 @@ fn x86_host_is_reported_not_crashed() {
             .all(|(_, st)| st == "skip"),
         "{s:?}"
     );
-    insta::assert_json_snapshot!("x86-host", findings(&doc));
 }
 
 #[test]
@@ -740,22 +779,4 @@ fn next_boot_leaving_mainline_fails() {
         "fail",
         "leaves panthor's kernel",
     );
-}
-
-#[test]
-fn armbian_bsp_panthor_device_is_found_by_compatible() {
-    let doc = report(doctor_on("armbian-vendor-panthor"), exit::OK);
-    expect(
-        &doc,
-        &[
-            ("kernel", "warn"),
-            ("gpu-driver", "pass"),
-            ("render-node", "pass"),
-            ("boot-default", "warn"),
-        ],
-    );
-    says(&summary(&doc, "gpu-driver"), &["fb000000.gpu-panthor"]);
-    // renderD128 is the display controller; panthor's node is renderD129.
-    says(&summary(&doc, "render-node"), &["/dev/dri/renderD129"]);
-    insta::assert_json_snapshot!("armbian-vendor-panthor", findings(&doc));
 }
