@@ -1,6 +1,8 @@
 //! rvl: parse the command line, read the surroundings once, run the verb, print its outcome
 //! (or its error) once, exit with the documented status.
 
+use std::io::Write;
+
 use clap::Parser;
 use rvl::output::{self, Envelope, ErrorBody, ErrorReport, Outcome};
 use rvl::settings::Settings;
@@ -19,25 +21,24 @@ fn main() {
     let verb = cli.command.name();
     let json = cli.command.json();
     let code = match &cli.command {
-        cli::Command::Doctor(args) => finish_code(verb, json, doctor::run(args)),
+        cli::Command::Doctor(args) => finish(verb, json, &settings, doctor::run(args, &settings)),
         cli::Command::Setup(args) => finish_code(verb, json, setup::run(args)),
         cli::Command::SmokeBench(args) => finish_code(verb, json, bench::run(args)),
     };
-    let _ = &settings;
     std::process::exit(code);
 }
 
 /// Print a verb's outcome, as text or in the JSON envelope, and return its exit status.
-#[allow(dead_code)]
 fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Result<O>) -> i32 {
     match r {
         Ok(outcome) => {
             let code = outcome.exit_code();
-            // A closed stdout (`rvl doctor | head`) is not an error worth a second message.
+            // A closed stdout (`rvl doctor | head -1`) ends the output quietly, as `cat` does:
+            // the reader has what it wanted, and the verb's status still stands.
             if json {
                 let _ = output::print_json(&Envelope::new(verb, code, &outcome));
             } else {
-                print!("{}", outcome.human(settings.style));
+                let _ = std::io::stdout().write_all(outcome.human(settings.style).as_bytes());
             }
             code
         }
@@ -58,7 +59,7 @@ fn finish_code(verb: &str, json: bool, r: anyhow::Result<i32>) -> i32 {
 fn report_error(verb: &str, json: bool, err: &anyhow::Error) -> i32 {
     let code = error::exit_code_of(err);
     let report = ErrorReport::from_error(err);
-    eprint!("{}", report.human());
+    let _ = std::io::stderr().write_all(report.human().as_bytes());
     if json {
         let _ = output::print_json(&Envelope::new(verb, code, &ErrorBody { error: report }));
     }

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::fail;
-use crate::exit;
+use crate::error::Error;
 
 /// The manifest built into the binary.
 const BUILTIN: &str = include_str!("../firmware-manifest/manifest.yaml");
@@ -226,10 +225,10 @@ impl Manifest {
     /// Load a manifest file. Errors name the file and line and exit with `BAD_INPUT`.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            fail(
-                exit::BAD_INPUT,
-                format!("cannot read manifest {}: {e}", path.display()),
-            )
+            anyhow::Error::from(Error::Manifest(format!(
+                "cannot read manifest {}: {e}",
+                path.display()
+            )))
         })?;
         Self::parse(&text, &path.display().to_string())
     }
@@ -243,11 +242,11 @@ impl Manifest {
                 .next()
                 .unwrap_or("")
                 .trim_start_matches("error: ");
-            fail(exit::BAD_INPUT, format!("{name}: {first}"))
+            anyhow::Error::from(Error::Manifest(format!("{name}: {first}")))
         })?;
         manifest
             .validate()
-            .map_err(|msg| fail(exit::BAD_INPUT, format!("{name}: {msg}")))?;
+            .map_err(|msg| anyhow::Error::from(Error::Manifest(format!("{name}: {msg}"))))?;
         Ok(manifest)
     }
 
@@ -324,6 +323,7 @@ impl Manifest {
 mod tests {
     use super::*;
     use crate::error::exit_code_of;
+    use crate::exit;
 
     #[test]
     fn builtin_manifest_is_valid_and_pins_the_g610_firmware() {

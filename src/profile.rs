@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{error, exit};
+use crate::error::Error;
 
 /// The built-in profiles, embedded so the binary works from anywhere.
 const BUILTIN: &[(&str, &str)] = &[
@@ -169,10 +169,10 @@ impl Profiles {
     /// Every `*.yaml` in `dir` (sorted by name). Any bad file is an error naming it.
     pub fn load_dir(dir: &Path) -> anyhow::Result<Self> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
-            error::fail(
-                exit::BAD_INPUT,
-                format!("cannot read profile directory {}: {e}", dir.display()),
-            )
+            anyhow::Error::from(Error::Profile(format!(
+                "cannot read profile directory {}: {e}",
+                dir.display()
+            )))
         })?;
         let mut files: Vec<_> = entries
             .filter_map(|e| e.ok())
@@ -183,18 +183,18 @@ impl Profiles {
         let mut list = Vec::new();
         for file in files {
             let text = std::fs::read_to_string(&file).map_err(|e| {
-                error::fail(
-                    exit::BAD_INPUT,
-                    format!("cannot read profile {}: {e}", file.display()),
-                )
+                anyhow::Error::from(Error::Profile(format!(
+                    "cannot read profile {}: {e}",
+                    file.display()
+                )))
             })?;
             list.push(parse(&file.display().to_string(), &text)?);
         }
         if list.is_empty() {
-            return Err(error::fail(
-                exit::BAD_INPUT,
-                format!("no *.yaml profiles in {}", dir.display()),
-            ));
+            return Err(anyhow::Error::from(Error::Profile(format!(
+                "no *.yaml profiles in {}",
+                dir.display()
+            ))));
         }
         Self::from_list(list)
     }
@@ -215,7 +215,7 @@ impl Profiles {
         compatible: Option<&[String]>,
     ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
         self.select(board, compatible)
-            .map_err(|e| error::fail(exit::USAGE, format!("--board: {e}")))
+            .map_err(|e| anyhow::Error::from(Error::Usage(format!("--board: {e}"))))
     }
 
     /// The selection rule every verb shares: `--board ID` wins, else the device tree's
@@ -250,10 +250,10 @@ impl Profiles {
     fn from_list(list: Vec<Profile>) -> anyhow::Result<Self> {
         for (i, p) in list.iter().enumerate() {
             if list[..i].iter().any(|q| q.id == p.id) {
-                return Err(error::fail(
-                    exit::BAD_INPUT,
-                    format!("two profiles have the id {:?}", p.id),
-                ));
+                return Err(anyhow::Error::from(Error::Profile(format!(
+                    "two profiles have the id {:?}",
+                    p.id
+                ))));
             }
         }
         Ok(Profiles { list })
@@ -289,16 +289,15 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
             Some(loc) => format!("{name}:{}:{}", loc.line(), loc.column()),
             None => name.to_string(),
         };
-        error::fail(
-            exit::BAD_INPUT,
-            format!("bad board profile {place}: {}", first_line(&e.to_string())),
-        )
+        anyhow::Error::from(Error::Profile(format!(
+            "bad board profile {place}: {}",
+            first_line(&e.to_string())
+        )))
     })?;
     if profile.id.is_empty() || profile.matches.is_empty() {
-        return Err(error::fail(
-            exit::BAD_INPUT,
-            format!("bad board profile {name}: `id` and `match` must not be empty"),
-        ));
+        return Err(anyhow::Error::from(Error::Profile(format!(
+            "bad board profile {name}: `id` and `match` must not be empty"
+        ))));
     }
     Ok(profile)
 }
@@ -320,6 +319,7 @@ fn first_line(msg: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{error, exit};
 
     fn strs(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

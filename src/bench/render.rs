@@ -36,6 +36,22 @@ fn status_cell(style: Style, s: &Stack) -> String {
 
 pub fn render(r: &Report, style: Style) -> String {
     let mut o = String::new();
+    for section in [
+        header,
+        clock_and_peaks,
+        headline,
+        best_kernels,
+        diagnostics,
+        problems,
+        notes,
+    ] {
+        section(&mut o, r, style);
+    }
+    o
+}
+
+/// The title line, the device and its features, the other devices.
+fn header(o: &mut String, r: &Report, style: Style) {
     let d = &r.device;
     let _ = writeln!(
         o,
@@ -79,6 +95,10 @@ pub fn render(r: &Report, style: Style) -> String {
             others.join(", ")
         );
     }
+}
+
+/// The GPU clock and the measured arithmetic peaks.
+fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
     match &r.gpu_clock {
         Some(c) => {
             let mhz = |hz: Option<u64>| {
@@ -123,8 +143,10 @@ pub fn render(r: &Report, style: Style) -> String {
             peaks.join(" | ")
         );
     }
+}
 
-    // The headline: per ubatch, each stack, with the CPU next to it.
+/// The headline: per ubatch, each stack, with the CPU next to it.
+fn headline(o: &mut String, r: &Report, style: Style) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -193,8 +215,10 @@ pub fn render(r: &Report, style: Style) -> String {
             first = false;
         }
     }
+}
 
-    // Best kernel per shape at the largest ubatch that has results.
+/// The best kernel per shape at the largest ubatch that has results.
+fn best_kernels(o: &mut String, r: &Report, style: Style) {
     if let Some(u) = r
         .ubatches
         .iter()
@@ -245,8 +269,10 @@ pub fn render(r: &Report, style: Style) -> String {
             }
         }
     }
+}
 
-    // Kernel diagnostics.
+/// Registers, spills and panvk scratch per kernel, as the driver reports them.
+fn diagnostics(o: &mut String, r: &Report, style: Style) {
     let _ = writeln!(o);
     if r.kernels.iter().all(|k| k.statistics.is_empty()) {
         let _ = writeln!(
@@ -293,8 +319,10 @@ pub fn render(r: &Report, style: Style) -> String {
             );
         }
     }
+}
 
-    // Problems: kernels that failed or were wrong.
+/// Kernels that failed or gave a wrong result.
+fn problems(o: &mut String, r: &Report, style: Style) {
     let bad: Vec<String> = r
         .ubatches
         .iter()
@@ -324,11 +352,14 @@ pub fn render(r: &Report, style: Style) -> String {
             let _ = writeln!(o, "  ✗ {b}");
         }
     }
+}
+
+/// The run's notes, dimmed.
+fn notes(o: &mut String, r: &Report, style: Style) {
     if !r.notes.is_empty() {
         let _ = writeln!(o);
         for n in &r.notes {
             let _ = writeln!(o, "{}", style.dim(&format!("note: {n}")));
         }
     }
-    o
 }

@@ -5,21 +5,23 @@ pub mod context;
 pub mod finding;
 pub mod report;
 
-use crate::host::{self, env::Env, Root};
+use crate::error::Error;
+use crate::host::{self, Root};
 use crate::manifest::Manifest;
 use crate::profile::Profiles;
-use crate::{cli, error, exit, output};
+use crate::settings::Settings;
+use crate::{cli, exit};
 
 use context::Context;
 use finding::{Finding, Status};
+pub use report::DoctorOutcome;
 
 /// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
 const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
 
-pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
+pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<DoctorOutcome> {
     if args.list_checks {
-        report::print_check_list(args.json)?;
-        return Ok(exit::OK);
+        return Ok(DoctorOutcome::check_list());
     }
     let selected = select_checks(&args.only)?;
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
@@ -36,7 +38,7 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
         !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "vulkan-device");
     let inv = host::gather(
         &root,
-        &Env::from_process(),
+        &settings.env,
         &host::GatherOptions {
             firmware: profile
                 .map(|p| p.gpu.firmware.as_str())
@@ -54,15 +56,9 @@ pub fn run(args: &cli::DoctorArgs) -> anyhow::Result<i32> {
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
     let code = exit_code(&findings, args.strict);
-    if args.json {
-        output::print_json(&report::json(&ctx, &findings, code))?;
-    } else {
-        print!(
-            "{}",
-            report::human(&ctx, &findings, output::Style::detect())
-        );
-    }
-    Ok(code)
+    Ok(DoctorOutcome::Report(Box::new(report::Report::new(
+        &ctx, findings, code,
+    ))))
 }
 
 /// The checks `--only` names, in their normal order; all of them when none are named.
@@ -70,10 +66,11 @@ fn select_checks(only: &[String]) -> anyhow::Result<Vec<&'static checks::Check>>
     for id in only {
         if checks::by_id(id.trim()).is_none() {
             let known: Vec<_> = checks::ALL.iter().map(|c| c.id).collect();
-            return Err(error::fail(
-                exit::USAGE,
-                format!("--only: unknown check {id:?} (known: {})", known.join(", ")),
-            ));
+            return Err(Error::Usage(format!(
+                "--only: unknown check {id:?} (known: {})",
+                known.join(", ")
+            ))
+            .into());
         }
     }
     Ok(checks::ALL
@@ -95,6 +92,7 @@ pub fn exit_code(findings: &[Finding], strict: bool) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error;
 
     #[test]
     fn exit_codes_follow_fail_and_strict() {

@@ -1,11 +1,134 @@
-//! Rendering findings: a short human screen, or the `--json` document.
+//! Doctor's outcome as data ([`Report`], or the check list), and its human rendering. `main`
+//! prints it, as text or inside the JSON envelope.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::checks;
-use super::context::Context;
+use super::context::{Context, ProfileSource};
 use super::finding::{Finding, Status};
-use crate::output::{Style, SCHEMA_VERSION};
+use crate::inventory::Inventory;
+use crate::output::{Outcome, Style};
+
+/// What `rvl doctor` hands back: the findings, or the list of checks (`--list-checks`).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum DoctorOutcome {
+    Report(Box<Report>),
+    CheckList { checks: Vec<CheckInfo> },
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckInfo {
+    pub id: &'static str,
+    pub title: &'static str,
+}
+
+/// The findings of one run, with what they were judged against.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub board: Board,
+    pub kernel: Kernel,
+    pub summary: Counts,
+    pub checks: Vec<Finding>,
+    pub inventory: Inventory,
+    /// The exit status the findings give (the envelope carries it as `exit_code`).
+    #[serde(skip)]
+    pub code: i32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Board {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub detected_by: Option<ProfileSource>,
+    pub model: Option<String>,
+    pub compatible: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Kernel {
+    pub release: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub skip: usize,
+}
+
+impl Counts {
+    fn of(findings: &[Finding]) -> Self {
+        let count = |s: Status| findings.iter().filter(|f| f.status == s).count();
+        Counts {
+            pass: count(Status::Pass),
+            warn: count(Status::Warn),
+            fail: count(Status::Fail),
+            skip: count(Status::Skip),
+        }
+    }
+}
+
+impl Report {
+    pub fn new(ctx: &Context, findings: Vec<Finding>, code: i32) -> Self {
+        let dt = ctx.inv.devicetree.as_ref();
+        Report {
+            board: Board {
+                id: ctx.profile.map(|p| p.id.clone()),
+                name: ctx.profile.map(|p| p.name.clone()),
+                detected_by: ctx.source,
+                model: dt.and_then(|d| d.model.clone()),
+                compatible: dt.map(|d| d.compatible.clone()).unwrap_or_default(),
+            },
+            kernel: Kernel {
+                release: ctx.inv.kernel.release.clone(),
+            },
+            summary: Counts::of(&findings),
+            checks: findings,
+            inventory: ctx.inv.clone(),
+            code,
+        }
+    }
+
+    /// One line per check, the fix indented under problems, a summary line.
+    fn human(&self, style: Style) -> String {
+        let mut out = String::new();
+        let board = match (&self.board.name, &self.board.id) {
+            (Some(name), Some(id)) => format!("{name} (profile {id})"),
+            _ => "no RK3588 board profile".to_string(),
+        };
+        let kernel = self.kernel.release.as_deref().unwrap_or("unknown");
+        out.push_str(&style.bold(&format!("rvl doctor: {board}, kernel {kernel}")));
+        out.push('\n');
+        let width = self.checks.iter().map(|f| f.id.len()).max().unwrap_or(0);
+        for f in &self.checks {
+            out.push_str(&finding_lines(f, width, style));
+        }
+        out.push_str(&self.summary_line(style));
+        out.push('\n');
+        out
+    }
+
+    fn summary_line(&self, style: Style) -> String {
+        let c = &self.summary;
+        let line = format!(
+            "{} failed, {} warning{}, {} passed, {} skipped (details: --json)",
+            c.fail,
+            c.warn,
+            if c.warn == 1 { "" } else { "s" },
+            c.pass,
+            c.skip
+        );
+        if c.fail > 0 {
+            style.red(&line)
+        } else if c.warn > 0 {
+            style.yellow(&line)
+        } else {
+            style.green(&line)
+        }
+    }
+}
 
 fn glyph(status: Status, style: Style) -> String {
     match status {
@@ -16,94 +139,54 @@ fn glyph(status: Status, style: Style) -> String {
     }
 }
 
-fn count(findings: &[Finding], status: Status) -> usize {
-    findings.iter().filter(|f| f.status == status).count()
-}
-
-/// One line per check, the fix indented under problems, a summary line.
-pub fn human(ctx: &Context, findings: &[Finding], style: Style) -> String {
-    let mut out = String::new();
-    let board = match ctx.profile {
-        Some(p) => format!("{} (profile {})", p.name, p.id),
-        None => "no RK3588 board profile".to_string(),
+/// A check's line, and its fix under it when the check warned or failed.
+fn finding_lines(f: &Finding, width: usize, style: Style) -> String {
+    let summary = if f.status == Status::Skip {
+        style.dim(&format!("skipped: {}", f.summary))
+    } else {
+        f.summary.clone()
     };
-    let kernel = ctx.inv.kernel.release.as_deref().unwrap_or("unknown");
-    out.push_str(&style.bold(&format!("rvl doctor: {board}, kernel {kernel}")));
-    out.push('\n');
-    let width = findings.iter().map(|f| f.id.len()).max().unwrap_or(0);
-    for f in findings {
-        let summary = if f.status == Status::Skip {
-            style.dim(&format!("skipped: {}", f.summary))
-        } else {
-            f.summary.clone()
-        };
-        out.push_str(&format!(
-            "{} {:width$}  {summary}\n",
-            glyph(f.status, style),
-            f.id
-        ));
-        if f.status >= Status::Warn {
-            if let Some(fix) = &f.fix {
-                out.push_str(&format!("  {:width$}  fix: {fix}\n", ""));
-            }
+    let mut out = format!("{} {:width$}  {summary}\n", glyph(f.status, style), f.id);
+    if f.status >= Status::Warn {
+        if let Some(fix) = &f.fix {
+            out.push_str(&format!("  {:width$}  fix: {fix}\n", ""));
         }
     }
-    let (fail, warn) = (count(findings, Status::Fail), count(findings, Status::Warn));
-    let line = format!(
-        "{fail} failed, {warn} warning{}, {} passed, {} skipped (details: --json)",
-        if warn == 1 { "" } else { "s" },
-        count(findings, Status::Pass),
-        count(findings, Status::Skip)
-    );
-    out.push_str(&if fail > 0 {
-        style.red(&line)
-    } else if warn > 0 {
-        style.yellow(&line)
-    } else {
-        style.green(&line)
-    });
-    out.push('\n');
     out
 }
 
-/// The `--json` document (schema_version 1).
-pub fn json(ctx: &Context, findings: &[Finding], exit_code: i32) -> Value {
-    let dt = ctx.inv.devicetree.as_ref();
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "rvl_version": env!("CARGO_PKG_VERSION"),
-        "board": {
-            "id": ctx.profile.map(|p| p.id.clone()),
-            "name": ctx.profile.map(|p| p.name.clone()),
-            "detected_by": ctx.source,
-            "model": dt.and_then(|d| d.model.clone()),
-            "compatible": dt.map(|d| d.compatible.clone()).unwrap_or_default(),
-        },
-        "kernel": { "release": ctx.inv.kernel.release },
-        "summary": {
-            "pass": count(findings, Status::Pass),
-            "warn": count(findings, Status::Warn),
-            "fail": count(findings, Status::Fail),
-            "skip": count(findings, Status::Skip),
-        },
-        "exit_code": exit_code,
-        "checks": findings,
-        "inventory": ctx.inv,
-    })
+impl DoctorOutcome {
+    pub fn check_list() -> Self {
+        DoctorOutcome::CheckList {
+            checks: checks::ALL
+                .iter()
+                .map(|c| CheckInfo {
+                    id: c.id,
+                    title: c.title,
+                })
+                .collect(),
+        }
+    }
 }
 
-pub fn print_check_list(as_json: bool) -> anyhow::Result<()> {
-    if as_json {
-        let list: Vec<Value> = checks::ALL
-            .iter()
-            .map(|c| json!({"id": c.id, "title": c.title}))
-            .collect();
-        crate::output::print_json(&json!({"schema_version": SCHEMA_VERSION, "checks": list}))
-    } else {
-        let width = checks::ALL.iter().map(|c| c.id.len()).max().unwrap_or(0);
-        for c in checks::ALL {
-            println!("{:width$}  {}", c.id, c.title);
+impl Outcome for DoctorOutcome {
+    fn exit_code(&self) -> i32 {
+        match self {
+            DoctorOutcome::Report(r) => r.code,
+            DoctorOutcome::CheckList { .. } => crate::exit::OK,
         }
-        Ok(())
+    }
+
+    fn human(&self, style: Style) -> String {
+        match self {
+            DoctorOutcome::Report(r) => r.human(style),
+            DoctorOutcome::CheckList { checks } => {
+                let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+                checks
+                    .iter()
+                    .map(|c| format!("{:width$}  {}\n", c.id, c.title))
+                    .collect()
+            }
+        }
     }
 }
