@@ -1,8 +1,11 @@
 //! Every verb's `--json` document, errors included, against the JSON Schema in docs/json.md.
 //! The schema is read from the document itself, so the docs and the code cannot drift apart.
 
+mod common;
+
 use std::path::Path;
 
+use common::{fixture_dir, rvl};
 use serde_json::Value;
 
 /// The ```json block of docs/json.md, compiled.
@@ -20,48 +23,24 @@ fn schema() -> jsonschema::Validator {
 
 /// Run rvl, parse stdout as one JSON document, check it against the schema and against the
 /// process: the envelope's exit_code is the real exit status.
-fn checked<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], env: &[(&str, &str)]) -> Value {
-    let mut cmd = assert_cmd::Command::cargo_bin("rvl").unwrap();
-    cmd.env_remove("SUDO_USER")
-        .env_remove("RVL_FAULT")
-        .env_remove("RVL_BENCH_INJECT_FAILURE")
-        .env("RVL_FETCH_ATTEMPTS", "1")
-        .env("RVL_FETCH_STALL_SECS", "5")
-        .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "rvl {args:?}: stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+fn checked(args: &[&str]) -> Value {
+    let out = rvl(args).env("RVL_FETCH_ATTEMPTS", "1").run();
+    let doc = out.stdout_json();
     let errors: Vec<String> = schema()
         .iter_errors(&doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "rvl {args:?}: the document breaks docs/json.md's schema:\n{}\n{doc:#}",
+        "the document breaks docs/json.md's schema:\n{}\n{out}",
         errors.join("\n")
     );
     assert_eq!(
-        doc["exit_code"].as_i64(),
-        out.status.code().map(i64::from),
-        "rvl {args:?}: exit_code in the envelope differs from the exit status"
+        doc["exit_code"],
+        out.code(),
+        "exit_code in the envelope differs from the exit status: {out}"
     );
     doc
-}
-
-fn fixture_root(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/roots")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 #[test]
@@ -81,13 +60,13 @@ fn the_schema_rejects_a_document_without_the_envelope() {
 #[test]
 fn doctor_documents_follow_the_schema() {
     for name in ["boltzmann-mainline", "boltzmann-vendor-kbase", "x86-host"] {
-        let root = fixture_root(name);
-        let doc = checked(&["doctor", "--root", &root, "--json"], &[]);
+        let root = fixture_dir(name);
+        let doc = checked(&["doctor", "--root", root.to_str().unwrap(), "--json"]);
         assert_eq!(doc["command"], "doctor");
     }
-    let doc = checked(&["doctor", "--list-checks", "--json"], &[]);
+    let doc = checked(&["doctor", "--list-checks", "--json"]);
     assert!(doc["checks"].as_array().unwrap().len() >= 9);
-    let doc = checked(&["doctor", "--only", "nope", "--json"], &[]);
+    let doc = checked(&["doctor", "--only", "nope", "--json"]);
     assert_eq!(doc["error"]["kind"], "usage");
     assert_eq!(doc["exit_code"], rvl::exit::USAGE);
 }
