@@ -3,8 +3,10 @@
 //! Runs on the "tiny" preset so lavapipe on two cores finishes in seconds.
 #![cfg(feature = "bench")]
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
+
+use common::{rvl, Rvl};
+use rvl::exit;
 
 fn vulkan_present() -> bool {
     let opts = rvl::vulkan::LoadOptions {
@@ -25,34 +27,19 @@ fn vulkan_present() -> bool {
     }
 }
 
-fn rvl() -> Command {
-    let mut c = Command::cargo_bin("rvl").unwrap();
-    c.env_remove(rvl::bench::inject::ENV);
-    c
+/// `rvl smoke-bench --model tiny --no-cpu ARGS`.
+fn tiny(args: &[&str]) -> Rvl {
+    rvl(&["smoke-bench", "--model", "tiny", "--no-cpu"]).args(args)
 }
 
-/// A tiny quick `--json` run: its exit status, the document (checked to have each key once)
-/// and stderr.
-fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) {
-    let mut cmd = rvl();
-    cmd.args([
-        "smoke-bench",
-        "--model",
-        "tiny",
-        "--ubatch",
-        "8,16",
-        "--quick",
-        "--no-cpu",
-        "--json",
-    ]);
-    cmd.args(extra);
-    if let Some((k, v)) = env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let doc: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON only ({e}): {stdout}"));
+/// The same with `--ubatch 8,16 --quick`: seconds on lavapipe.
+fn tiny_quick(args: &[&str]) -> Rvl {
+    tiny(&["--ubatch", "8,16", "--quick"]).args(args)
+}
+
+/// Each top-level key of the envelope and the report stands once in the printed document
+/// (a flattened body must not repeat the envelope's fields).
+fn assert_keys_once(stdout: &str) {
     for key in [
         "schema_version",
         "rvl_version",
@@ -66,65 +53,44 @@ fn tiny_json(extra: &[&str], env: Option<(&str, &str)>) -> (i32, Value, String) 
             "top-level {key} once: {stdout}"
         );
     }
-    (
-        out.status.code().unwrap(),
-        doc,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
 fn missing_loader_is_no_vulkan_not_a_panic() {
-    let out = rvl()
-        .args(["smoke-bench", "--quick"])
+    let out = rvl(&["smoke-bench", "--quick"])
         .env("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(8));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("Vulkan loader") && err.contains("apt-get install libvulkan1"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty());
+        .run()
+        .expect_code(exit::NO_VULKAN)
+        .expect_stderr("Vulkan loader")
+        .expect_stderr("apt-get install libvulkan1");
+    assert!(out.stdout().is_empty(), "{out}");
 }
 
 #[test]
 fn no_driver_is_no_vulkan_with_a_hint() {
-    let out = rvl()
-        .args(["smoke-bench", "--quick", "--json"])
+    let out = rvl(&["smoke-bench", "--quick", "--json"])
         .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(8),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
+        .run()
+        .expect_code(exit::NO_VULKAN);
+    let err = out.stderr();
     assert!(
         err.contains("VK_DRIVER_FILES") || err.contains("no device"),
-        "{err}"
+        "{out}"
     );
 }
 
 #[test]
 fn bad_flags_are_usage_errors() {
-    let out = rvl()
-        .args(["smoke-bench", "--precision", "fp8"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown precision"));
-    let out = rvl()
-        .args(["smoke-bench"])
+    rvl(&["smoke-bench", "--precision", "fp8"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown precision");
+    rvl(&["smoke-bench"])
         .env(rvl::bench::inject::ENV, "soon:vkQueueSubmit")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("UBATCH:CALL[:RESULT]"));
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("UBATCH:CALL[:RESULT]");
 }
 
 #[test]
@@ -132,8 +98,10 @@ fn json_run_has_schema_checks_and_stacks() {
     if !vulkan_present() {
         return;
     }
-    let (code, doc, stderr) = tiny_json(&["--precision", "fp32,q4_0"], None);
-    assert_eq!(code, 0, "{stderr}");
+    let out = tiny_quick(&["--json", "--precision", "fp32,q4_0"])
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["command"], "smoke-bench");
     assert_eq!(doc["exit_code"], 0);
@@ -161,10 +129,11 @@ fn json_run_has_schema_checks_and_stacks() {
         assert!(best["predicted_tokens_per_s"].as_f64().unwrap() > 0.0);
         assert_eq!(best["dispatches"].as_u64().unwrap() % 5, 0);
     }
+    assert_keys_once(out.stdout());
     // Under --json with stderr not a terminal (as here), a script reads the output: no progress.
     assert!(
-        !stderr.contains("smoke-bench:"),
-        "no progress lines: {stderr}"
+        !out.stderr().contains("smoke-bench:"),
+        "no progress lines: {out}"
     );
 }
 
@@ -173,23 +142,11 @@ fn human_run_prints_progress_on_stderr() {
     if !vulkan_present() {
         return;
     }
-    let out = rvl()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8",
-            "--quick",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("smoke-bench: device"));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("rvl smoke-bench"));
+    let out = tiny(&["--ubatch", "8", "--quick", "--precision", "fp32"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stderr().contains("smoke-bench: device"), "{out}");
+    assert!(out.stdout().contains("rvl smoke-bench"), "{out}");
 }
 
 #[test]
@@ -197,11 +154,12 @@ fn injected_failure_is_reported_and_the_sweep_continues() {
     if !vulkan_present() {
         return;
     }
-    let (code, doc, stderr) = tiny_json(
-        &["--precision", "fp32"],
-        Some((rvl::bench::inject::ENV, "8:vkEndCommandBuffer")),
-    );
-    assert_eq!(code, 1, "a failed ubatch is a problem: {stderr}");
+    // A failed ubatch is a problem.
+    let doc = tiny_quick(&["--json", "--precision", "fp32"])
+        .env(rvl::bench::inject::ENV, "8:vkEndCommandBuffer")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
     let ubs = doc["ubatches"].as_array().unwrap();
     let failed = &ubs[0]["stacks"][0];
     assert_eq!(ubs[0]["ubatch"], 8);
@@ -213,29 +171,13 @@ fn injected_failure_is_reported_and_the_sweep_continues() {
     assert_eq!(ubs[1]["stacks"][0]["status"], "ok");
 
     // The human table shows the failing call too.
-    let out = rvl()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8,16",
-            "--quick",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-        ])
+    tiny_quick(&["--precision", "fp32"])
         .env(
             rvl::bench::inject::ENV,
             "16:vkQueueSubmit:VK_ERROR_DEVICE_LOST",
         )
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("vkQueueSubmit returned VK_ERROR_DEVICE_LOST (injected)"),
-        "{text}"
-    );
+        .run()
+        .expect_stdout("vkQueueSubmit returned VK_ERROR_DEVICE_LOST (injected)");
 }
 
 #[test]
@@ -246,16 +188,21 @@ fn save_then_compare() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("before.json");
     let saved_s = saved.to_str().unwrap();
-    let (code, printed, stderr) = tiny_json(&["--precision", "fp32", "--save", saved_s], None);
-    assert_eq!(code, 0, "{stderr}");
+    let printed = tiny_quick(&["--json", "--precision", "fp32", "--save", saved_s])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
     // --save writes the document --json prints (timings aside, which differ run to run).
-    let saved_doc: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    let keys = |d: &Value| d.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    let saved_doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let keys = |d: &serde_json::Value| d.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&saved_doc), keys(&printed));
     assert_eq!(saved_doc["command"], "smoke-bench");
     assert_eq!(saved_doc["devices"], printed["devices"]);
-    let (code, doc, stderr) = tiny_json(&["--precision", "fp32", "--compare", saved_s], None);
-    assert_eq!(code, 0, "{stderr}");
+    let doc = tiny_quick(&["--json", "--precision", "fp32", "--compare", saved_s])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
     let rows = doc["comparison"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows[0]["change"].is_number());
@@ -264,32 +211,16 @@ fn save_then_compare() {
         "same model and size"
     );
     // A run of another size (here: default vs quick) does not compare: the output says so.
-    let out = rvl()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-            "--compare",
-            saved_s,
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("the numbers do not compare"), "{text}");
+    tiny(&["--ubatch", "8", "--precision", "fp32", "--compare", saved_s])
+        .run()
+        .expect_stdout("the numbers do not compare");
 
     std::fs::write(dir.path().join("junk.json"), "[1, 2").unwrap();
-    let out = rvl()
-        .args(["smoke-bench", "--compare"])
+    rvl(&["smoke-bench", "--compare"])
         .arg(dir.path().join("junk.json"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.json"));
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("junk.json");
 }
 
 #[test]
@@ -297,17 +228,10 @@ fn probe_limits_is_bounded_and_reports_each_test() {
     if !vulkan_present() {
         return;
     }
-    let out = rvl()
-        .args(["smoke-bench", "--probe-limits", "--json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = rvl(&["smoke-bench", "--probe-limits", "--json"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
     assert_eq!(doc["command"], "smoke-bench");
     assert_eq!(doc["schema_version"], 1);
     let runs = doc["runs"].as_array().unwrap();

@@ -28,6 +28,12 @@ fn instance() -> Option<Instance> {
     }
 }
 
+/// The device rvl would pick.
+fn open(inst: &Instance) -> Gpu {
+    let index = pick_device(&inst.devices, None).expect("a device");
+    Gpu::open(inst, index).expect("open device")
+}
+
 /// (tokens, outputs, K): tiny, ragged in every dimension, spanning several tiles, one token.
 fn shapes(precision: Precision) -> Vec<(u32, u32, u32)> {
     match precision.k_block() {
@@ -39,8 +45,7 @@ fn shapes(precision: Precision) -> Vec<(u32, u32, u32)> {
 #[test]
 fn every_kernel_matches_the_cpu_reference_on_ragged_shapes() {
     let Some(inst) = instance() else { return };
-    let index = pick_device(&inst.devices, None).expect("a device");
-    let gpu = Gpu::open(&inst, index).expect("open device");
+    let gpu = open(&inst);
     let mut runner = Runner::new(&gpu).expect("runner");
     let mut checked = 0;
     for spec in catalogue() {
@@ -102,8 +107,7 @@ fn fp32_operands(m: u32, n: u32, k: u32, seed: u64) -> (Packed, Packed) {
 #[test]
 fn a_wrong_kernel_is_caught_by_the_check() {
     let Some(inst) = instance() else { return };
-    let index = pick_device(&inst.devices, None).expect("a device");
-    let gpu = Gpu::open(&inst, index).expect("open device");
+    let gpu = open(&inst);
     let mut runner = Runner::new(&gpu).expect("runner");
     let spec = catalogue().into_iter().next().expect("a kernel");
     let (m, n, k) = (9, 33, 20);
@@ -120,8 +124,7 @@ fn a_wrong_kernel_is_caught_by_the_check() {
 #[test]
 fn split_k_kernels_clear_their_output_before_every_run() {
     let Some(inst) = instance() else { return };
-    let index = pick_device(&inst.devices, None).expect("a device");
-    let gpu = Gpu::open(&inst, index).expect("open device");
+    let gpu = open(&inst);
     if gpu.info.driver_id == "MESA_LLVMPIPE" {
         // lavapipe has float atomics, so CI always runs the split-K kernels.
         assert!(

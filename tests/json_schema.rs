@@ -1,8 +1,12 @@
 //! Every verb's `--json` document, errors included, against the JSON Schema in docs/json.md.
 //! The schema is read from the document itself, so the docs and the code cannot drift apart.
 
+mod common;
+
 use std::path::Path;
 
+use common::roots::{artifacts, firmware_bytes, setup, Fixture};
+use common::{fixture_dir, rvl, Rvl};
 use serde_json::Value;
 
 /// The ```json block of docs/json.md, compiled.
@@ -20,48 +24,24 @@ fn schema() -> jsonschema::Validator {
 
 /// Run rvl, parse stdout as one JSON document, check it against the schema and against the
 /// process: the envelope's exit_code is the real exit status.
-fn checked<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S], env: &[(&str, &str)]) -> Value {
-    let mut cmd = assert_cmd::Command::cargo_bin("rvl").unwrap();
-    cmd.env_remove("SUDO_USER")
-        .env_remove("RVL_FAULT")
-        .env_remove("RVL_BENCH_INJECT_FAILURE")
-        .env("RVL_FETCH_ATTEMPTS", "1")
-        .env("RVL_FETCH_STALL_SECS", "5")
-        .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "rvl {args:?}: stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+fn checked(cmd: Rvl) -> Value {
+    let out = cmd.env("RVL_FETCH_ATTEMPTS", "1").run();
+    let doc = out.stdout_json();
     let errors: Vec<String> = schema()
         .iter_errors(&doc)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "rvl {args:?}: the document breaks docs/json.md's schema:\n{}\n{doc:#}",
+        "the document breaks docs/json.md's schema:\n{}\n{out}",
         errors.join("\n")
     );
     assert_eq!(
-        doc["exit_code"].as_i64(),
-        out.status.code().map(i64::from),
-        "rvl {args:?}: exit_code in the envelope differs from the exit status"
+        doc["exit_code"],
+        out.code(),
+        "exit_code in the envelope differs from the exit status: {out}"
     );
     doc
-}
-
-fn fixture_root(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/roots")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 #[test]
@@ -81,13 +61,12 @@ fn the_schema_rejects_a_document_without_the_envelope() {
 #[test]
 fn doctor_documents_follow_the_schema() {
     for name in ["boltzmann-mainline", "boltzmann-vendor-kbase", "x86-host"] {
-        let root = fixture_root(name);
-        let doc = checked(&["doctor", "--root", &root, "--json"], &[]);
+        let doc = checked(rvl(&["doctor", "--json"]).root(fixture_dir(name)));
         assert_eq!(doc["command"], "doctor");
     }
-    let doc = checked(&["doctor", "--list-checks", "--json"], &[]);
+    let doc = checked(rvl(&["doctor", "--list-checks", "--json"]));
     assert!(doc["checks"].as_array().unwrap().len() >= 9);
-    let doc = checked(&["doctor", "--only", "nope", "--json"], &[]);
+    let doc = checked(rvl(&["doctor", "--only", "nope", "--json"]));
     assert_eq!(doc["error"]["kind"], "usage");
     assert_eq!(doc["exit_code"], rvl::exit::USAGE);
 }
@@ -107,59 +86,65 @@ fn smoke_bench_documents_follow_the_schema() {
         eprintln!("SKIPPED: no Vulkan device ({e:#})");
         return;
     }
-    let sweep = checked(
-        &[
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8",
-            "--quick",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-            "--json",
-        ],
-        &[],
-    );
+    let sweep = checked(rvl(&[
+        "smoke-bench",
+        "--model",
+        "tiny",
+        "--ubatch",
+        "8",
+        "--quick",
+        "--no-cpu",
+        "--precision",
+        "fp32",
+        "--json",
+    ]));
     assert_eq!(sweep["command"], "smoke-bench");
-    let probe = checked(&["smoke-bench", "--probe-limits", "--json"], &[]);
+    let probe = checked(rvl(&["smoke-bench", "--probe-limits", "--json"]));
     assert!(probe["runs"].is_array());
     let error = checked(
-        &["smoke-bench", "--json"],
-        &[("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
+        rvl(&["smoke-bench", "--json"]).env("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1"),
     );
     assert_eq!(error["error"]["kind"], "no-vulkan");
+    let usage = checked(rvl(&["smoke-bench", "--precision", "fp8", "--json"]));
+    assert_eq!(usage["exit_code"], rvl::exit::USAGE);
 }
 
 #[test]
 fn setup_documents_follow_the_schema() {
-    let root = fixture_root("boltzmann-vendor-kbase");
-    let doc = checked(
-        &[
-            "setup",
-            "--root",
-            &root,
-            "--board",
-            "boltzmann",
-            "--dry-run",
-            "--json",
-        ],
-        &[],
-    );
+    let fx = Fixture::copy("boltzmann-extlinux");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let run = |args: &[&str]| checked(setup(fx.path(), &a.manifest).args(args));
+    let plan = run(&["--board", "boltzmann", "--dry-run", "--json"]);
+    assert_eq!(plan["mode"], "plan");
+    // Not a terminal and no --yes: refused, as an error document.
+    let refused = run(&["--board", "boltzmann", "--only", "kernel", "--json"]);
+    assert_eq!(refused["error"]["kind"], "not-confirmed");
+    let applied = run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "kernel",
+        "--yes",
+        "--json",
+    ]);
     assert_eq!(
-        (&doc["command"], &doc["mode"]),
-        (&"setup".into(), &"plan".into())
+        (&applied["mode"], &applied["applied"]),
+        (&"apply".into(), &true.into())
     );
-    let doc = checked(&["setup", "--root", &root, "--status", "--json"], &[]);
-    assert_eq!(doc["mode"], "status");
-    let empty = tempfile::tempdir().unwrap();
-    let empty = empty.path().display().to_string();
-    let doc = checked(&["setup", "--root", &empty, "--rollback", "--json"], &[]);
-    assert_eq!(doc["mode"], "rollback");
-    let doc = checked(
-        &["setup", "--root", &root, "--only", "kernal", "--json"],
-        &[],
-    );
-    assert_eq!(doc["error"]["kind"], "usage");
+    let again = run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "kernel",
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(again["applied"], false);
+    let status = run(&["--status", "--json"]);
+    assert_eq!(status["mode"], "status");
+    assert_eq!(status["applied"].as_array().unwrap().len(), 1);
+    let rolled = run(&["--rollback", "--json"]);
+    assert_eq!(rolled["mode"], "rollback");
+    let unknown = run(&["--only", "kernal", "--json"]);
+    assert_eq!(unknown["error"]["kind"], "usage");
 }

@@ -1,14 +1,10 @@
 //! Output conventions every verb shares: a closed stdout ends quietly.
 
-use std::path::Path;
+mod common;
+
 use std::process::{Command, Stdio};
 
-fn x86_root() -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/roots/x86-host")
-        .display()
-        .to_string()
-}
+use common::fixture_dir;
 
 /// `rvl doctor | head -1`: the reader goes away before rvl writes. rvl must not report a
 /// broken pipe as an error or a bug; it ends with the verb's own status.
@@ -16,7 +12,7 @@ fn x86_root() -> String {
 fn a_closed_stdout_ends_quietly_in_both_modes() {
     for json in [false, true] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rvl"));
-        cmd.args(["doctor", "--root", &x86_root()]);
+        cmd.arg("doctor").arg("--root").arg(fixture_dir("x86-host"));
         if json {
             cmd.arg("--json");
         }

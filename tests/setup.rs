@@ -7,24 +7,50 @@ use std::fs;
 use std::path::Path;
 
 use common::http::sha256_hex;
-use common::roots::{self, artifacts, assert_same, firmware_bytes, fixture, rvl, snapshot};
-use predicates::prelude::*;
+use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Artifacts};
+use common::{fixture_dir, rvl, setup, Fixture, Output};
+use rvl::exit;
 
 const BASIC: &str = "kernel,gpu-overlay,firmware,access";
 const MAINLINE: &str = "7.0.0-rc3-marfrit-A1";
 
-fn json_plan(root: &Path, manifest: &Path, board: &str, only: &str) -> serde_json::Value {
-    let out = rvl(root, manifest)
-        .args(["--board", board, "--only", only, "--dry-run", "--json"])
-        .env("SUDO_USER", "rock")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON only")
+/// A copy of a setup fixture root and the test manifest (firmware served on loopback).
+struct Board {
+    fx: Fixture,
+    a: Artifacts,
+}
+
+impl Board {
+    fn new(fixture: &str) -> Board {
+        Board {
+            fx: Fixture::copy(fixture),
+            a: artifacts(&firmware_bytes(), None, &[]),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.fx.path()
+    }
+
+    /// `rvl setup ARGS` on this root with this manifest.
+    fn run(&self, args: &[&str]) -> Output {
+        setup(&self.fx, &self.a.manifest).args(args).run()
+    }
+
+    /// The same as `rock` under sudo (the access step adds SUDO_USER to the render group).
+    fn run_as_rock(&self, args: &[&str]) -> Output {
+        setup(&self.fx, &self.a.manifest)
+            .args(args)
+            .env("SUDO_USER", "rock")
+            .run()
+    }
+
+    /// The `--dry-run --json` plan for `--board BOARD --only ONLY`.
+    fn json_plan(&self, board: &str, only: &str) -> serde_json::Value {
+        self.run_as_rock(&["--board", board, "--only", only, "--dry-run", "--json"])
+            .expect_code(exit::OK)
+            .stdout_json()
+    }
 }
 
 fn step_names(plan: &serde_json::Value) -> Vec<String> {
@@ -38,43 +64,38 @@ fn step_names(plan: &serde_json::Value) -> Vec<String> {
 
 /// Apply, check the second plan is empty, roll back, check the tree is what it was.
 fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
-    let (_d, root) = fixture(fixture_name);
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let before = snapshot(&root);
+    let b = Board::new(fixture_name);
+    let root = b.root();
+    let before = snapshot(root);
 
-    let plan = json_plan(&root, &a.manifest, board, BASIC);
+    let plan = b.json_plan(board, BASIC);
     assert!(step_names(&plan).contains(&"kernel".to_string()), "{plan}");
-    assert_same(&before, &snapshot(&root)); // --dry-run changes nothing
+    assert_same(&before, &snapshot(root)); // --dry-run changes nothing
     assert!(
         !root.join(roots::STATE_DIR).exists(),
         "--dry-run must not create state"
     );
 
-    rvl(&root, &a.manifest)
-        .args(["--board", board, "--only", BASIC, "--yes"])
-        .env("SUDO_USER", "rock")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("applied"));
-    check_applied(&root);
+    b.run_as_rock(&["--board", board, "--only", BASIC, "--yes"])
+        .expect_code(exit::OK)
+        .expect_stdout("applied");
+    check_applied(root);
     let fw = root.join("lib/firmware/arm/mali/arch10.8/mali_csffw.bin");
     assert_eq!(fs::read(&fw).unwrap(), firmware_bytes());
     assert!(fs::read_to_string(root.join("etc/group"))
         .unwrap()
         .contains("render:x:105:rock\n"));
 
-    let again = json_plan(&root, &a.manifest, board, BASIC);
+    let again = b.json_plan(board, BASIC);
     assert!(
         step_names(&again).is_empty(),
         "second plan not empty: {again}"
     );
 
-    rvl(&root, &a.manifest)
-        .arg("--rollback")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("rolled back"));
-    assert_same(&before, &snapshot(&root));
+    b.run(&["--rollback"])
+        .expect_code(exit::OK)
+        .expect_stdout("rolled back");
+    assert_same(&before, &snapshot(root));
 }
 
 #[test]
@@ -89,8 +110,7 @@ fn boltzmann_uboot_menu_round_trip() {
         assert_eq!(
             fs::read(root.join("etc/u-boot-menu/conf.d/50-vendor.conf")).unwrap(),
             fs::read(
-                roots::fixture_dir("boltzmann-uboot-menu")
-                    .join("etc/u-boot-menu/conf.d/50-vendor.conf")
+                fixture_dir("boltzmann-uboot-menu").join("etc/u-boot-menu/conf.d/50-vendor.conf")
             )
             .unwrap()
         );
@@ -107,7 +127,7 @@ fn boltzmann_uboot_menu_round_trip() {
 fn hand_written_extlinux_round_trip_keeps_every_other_byte() {
     round_trip("boltzmann-extlinux", "boltzmann", |root| {
         let orig = fs::read_to_string(
-            roots::fixture_dir("boltzmann-extlinux").join("boot/extlinux/extlinux.conf"),
+            fixture_dir("boltzmann-extlinux").join("boot/extlinux/extlinux.conf"),
         )
         .unwrap();
         let now = fs::read_to_string(root.join("boot/extlinux/extlinux.conf")).unwrap();
@@ -139,24 +159,20 @@ fn ampere_armbian_round_trip_repoints_the_boot_links() {
         // Mainline needs no overlay: armbianEnv.txt is untouched.
         assert_eq!(
             fs::read(root.join("boot/armbianEnv.txt")).unwrap(),
-            fs::read(roots::fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap()
+            fs::read(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap()
         );
     });
 }
 
 #[test]
 fn gpu_overlay_on_the_armbian_vendor_kernel_adds_panthor_and_keeps_foreign_lines() {
-    let (_d, root) = fixture("ampere-armbian");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args(["--board", "ampere", "--only", "gpu-overlay", "--yes"])
-        .assert()
-        .success();
-    let orig = fs::read_to_string(roots::fixture_dir("ampere-armbian").join("boot/armbianEnv.txt"))
-        .unwrap();
-    let now = fs::read_to_string(root.join("boot/armbianEnv.txt")).unwrap();
+    let b = Board::new("ampere-armbian");
+    b.run(&["--board", "ampere", "--only", "gpu-overlay", "--yes"])
+        .expect_code(exit::OK);
+    let orig =
+        fs::read_to_string(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap();
     assert_eq!(
-        now,
+        b.fx.read("boot/armbianEnv.txt"),
         orig.replace(
             "overlays=rk3588-uart7-m2\n",
             "overlays=rk3588-uart7-m2 panthor-gpu\n"
@@ -166,30 +182,22 @@ fn gpu_overlay_on_the_armbian_vendor_kernel_adds_panthor_and_keeps_foreign_lines
 
 #[test]
 fn plan_shows_a_diff_per_file_and_writes_nothing() {
-    let (_d, root) = fixture("boltzmann-uboot-menu");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--dry-run"])
-        .env("SUDO_USER", "rock")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("+U_BOOT_DEFAULT=\"l0\""))
-        .stdout(predicate::str::contains("-default l1"))
-        .stdout(predicate::str::contains("+default l0"))
-        .stdout(predicate::str::contains(
-            "run `update-initramfs -u -k 7.0.0-rc3-marfrit-A1`",
-        ))
-        .stdout(predicate::str::contains("-render:x:105:"))
-        .stdout(predicate::str::contains("+render:x:105:rock"));
-    assert_same(&before, &snapshot(&root));
+    let b = Board::new("boltzmann-uboot-menu");
+    let before = snapshot(b.root());
+    b.run_as_rock(&["--board", "boltzmann", "--only", BASIC, "--dry-run"])
+        .expect_code(exit::OK)
+        .expect_stdout("+U_BOOT_DEFAULT=\"l0\"")
+        .expect_stdout("-default l1")
+        .expect_stdout("+default l0")
+        .expect_stdout("run `update-initramfs -u -k 7.0.0-rc3-marfrit-A1`")
+        .expect_stdout("-render:x:105:")
+        .expect_stdout("+render:x:105:rock");
+    assert_same(&before, &snapshot(b.root()));
 }
 
 #[test]
 fn json_plan_is_json_only_with_schema_version() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let v = json_plan(&root, &a.manifest, "boltzmann", BASIC);
+    let v = Board::new("boltzmann-extlinux").json_plan("boltzmann", BASIC);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(step_names(&v), ["kernel", "firmware", "access"]);
     let kernel = &v["plan"]["steps"][0]["actions"][0];
@@ -202,55 +210,43 @@ fn json_plan_is_json_only_with_schema_version() {
 
 #[test]
 fn without_a_terminal_or_yes_setup_refuses_and_changes_nothing() {
-    let (_d, root) = fixture("boltzmann-uboot-menu");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC])
-        .assert()
-        .code(9)
-        .stderr(predicate::str::contains("pass --yes"));
-    assert_same(&before, &snapshot(&root));
+    let b = Board::new("boltzmann-uboot-menu");
+    let before = snapshot(b.root());
+    b.run(&["--board", "boltzmann", "--only", BASIC])
+        .expect_code(exit::NOT_CONFIRMED)
+        .expect_stderr("pass --yes");
+    assert_same(&before, &snapshot(b.root()));
 }
 
 #[test]
 fn a_missing_mainline_kernel_names_the_package_to_install() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    fs::remove_file(root.join(format!("boot/vmlinuz-{MAINLINE}"))).unwrap();
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--dry-run"])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains(
-            "sudo apt install linux-rk3588-marfrit-A1",
-        ));
     // ampere's profile pins no release: any mainline kernel new enough would do.
-    let (_d, root) = fixture("ampere-armbian");
-    fs::remove_file(root.join(format!("boot/vmlinuz-{MAINLINE}"))).unwrap();
-    rvl(&root, &a.manifest)
-        .args(["--board", "ampere", "--dry-run"])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains(
+    for (fixture, board, says) in [
+        (
+            "boltzmann-extlinux",
+            "boltzmann",
+            "sudo apt install linux-rk3588-marfrit-A1",
+        ),
+        (
+            "ampere-armbian",
+            "ampere",
             "no mainline kernel 6.10 or newer is installed",
-        ));
+        ),
+    ] {
+        let b = Board::new(fixture);
+        b.fx.remove(&format!("boot/vmlinuz-{MAINLINE}"));
+        b.run(&["--board", board, "--dry-run"])
+            .expect_code(exit::UNSUPPORTED)
+            .expect_stderr(says);
+    }
 }
 
 #[test]
 fn the_board_comes_from_the_device_tree_without_board() {
-    let (_d, root) = fixture("ampere-armbian");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let out = rvl(&root, &a.manifest)
-        .args(["--only", "kernel,gpu-overlay", "--dry-run", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = Board::new("ampere-armbian")
+        .run(&["--only", "kernel,gpu-overlay", "--dry-run", "--json"])
+        .expect_code(exit::OK)
+        .stdout_json();
     assert_eq!(v["plan"]["board"], "ampere");
     // ampere's mainline device tree keeps the GPU off: setup says so instead of guessing.
     let notes = v["plan"]["notes"].to_string();
@@ -259,34 +255,31 @@ fn the_board_comes_from_the_device_tree_without_board() {
 
 #[test]
 fn a_generator_that_ignores_the_pin_fails_the_step_and_everything_is_put_back() {
-    let (_d, root) = fixture("boltzmann-uboot-menu");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--yes"])
+    let b = Board::new("boltzmann-uboot-menu");
+    let before = snapshot(b.root());
+    setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--only", BASIC, "--yes"])
         .env("RVL_TEST_UBOOT_UPDATE", "default=l1")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("step kernel failed"))
-        .stderr(predicate::str::contains(
-            "boots 6.1.75-npu-port, not 7.0.0-rc3-marfrit-A1",
-        ))
-        .stderr(predicate::str::contains("put back"));
-    assert_same(&before, &snapshot(&root));
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stderr("step kernel failed")
+        .expect_stderr("boots 6.1.75-npu-port, not 7.0.0-rc3-marfrit-A1")
+        .expect_stderr("put back");
+    assert_same(&before, &snapshot(b.root()));
 }
 
 #[test]
 fn a_bad_download_exits_6_and_installs_nothing() {
-    let (_d, root) = fixture("boltzmann-extlinux");
+    let fx = Fixture::copy("boltzmann-extlinux");
     let a = artifacts(&firmware_bytes(), Some(&"0".repeat(64)), &[]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--yes"])
-        .assert()
-        .code(6)
-        .stderr(predicate::str::contains("sha256 mismatch"));
-    assert_same(&before, &snapshot(&root));
-    let cache = root.join(roots::STATE_DIR).join("cache");
+    let before = snapshot(fx.path());
+    setup(&fx, &a.manifest)
+        .args(&["--board", "boltzmann", "--only", BASIC, "--yes"])
+        .run()
+        .expect_code(exit::DOWNLOAD)
+        .expect_stderr("sha256 mismatch");
+    assert_same(&before, &snapshot(fx.path()));
+    let cache = fx.join(roots::STATE_DIR).join("cache");
     let left: Vec<_> = fs::read_dir(&cache)
         .map(|d| d.count())
         .into_iter()
@@ -299,34 +292,22 @@ fn a_bad_download_exits_6_and_installs_nothing() {
 
 #[test]
 fn a_held_lock_exits_7() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let _held = rvl::setup::lock::Lock::acquire(&rvl::host::Root::new(&root)).unwrap();
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--yes"])
-        .assert()
-        .code(7)
-        .stderr(predicate::str::contains("another rvl setup is running"));
+    let b = Board::new("boltzmann-extlinux");
+    let _held = rvl::setup::lock::Lock::acquire(&rvl::host::Root::new(b.root())).unwrap();
+    b.run(&["--board", "boltzmann", "--only", BASIC, "--yes"])
+        .expect_code(exit::LOCKED)
+        .expect_stderr("another rvl setup is running");
 }
 
 #[test]
 fn status_lists_what_was_applied() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .arg("--status")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("has not changed"));
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "kernel", "--yes"])
-        .assert()
-        .success();
-    let out = rvl(&root, &a.manifest)
-        .args(["--status", "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = Board::new("boltzmann-extlinux");
+    b.run(&["--status"])
+        .expect_code(exit::OK)
+        .expect_stdout("has not changed");
+    b.run(&["--board", "boltzmann", "--only", "kernel", "--yes"])
+        .expect_code(exit::OK);
+    let v = b.run(&["--status", "--json"]).stdout_json();
     assert_eq!(v["applied"][0]["steps"][0], "kernel");
     assert_eq!(
         v["applied"][0]["entries"][0]["path"],
@@ -337,176 +318,130 @@ fn status_lists_what_was_applied() {
 
 #[test]
 fn unknown_board_and_unknown_step_are_clear_errors() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args(["--board", "rock5b", "--dry-run"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no board profile `rock5b`"));
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "kernal", "--dry-run"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("unknown step `kernal`"));
-    fs::remove_dir_all(root.join("sys/firmware/devicetree")).unwrap();
-    rvl(&root, &a.manifest)
-        .arg("--dry-run")
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains("pass --board"));
+    let b = Board::new("boltzmann-extlinux");
+    b.run(&["--board", "rock5b", "--dry-run"])
+        .expect_code(exit::USAGE)
+        .expect_stderr("no board profile `rock5b`");
+    b.run(&["--board", "boltzmann", "--only", "kernal", "--dry-run"])
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown step `kernal`");
+    b.fx.remove("sys/firmware/devicetree");
+    b.run(&["--dry-run"])
+        .expect_code(exit::UNSUPPORTED)
+        .expect_stderr("pass --board");
 }
 
 #[test]
 fn radxa_vendor_kernel_drops_the_kbase_overlay_and_regenerates() {
-    let (_d, root) = fixture("boltzmann-uboot-menu");
-    fs::create_dir_all(root.join("boot/dtbo")).unwrap();
-    fs::write(root.join("boot/dtbo/rk3588-mali-enable.dtbo"), b"overlay").unwrap();
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let before = snapshot(&root);
+    let b = Board::new("boltzmann-uboot-menu");
+    b.fx.write("boot/dtbo/rk3588-mali-enable.dtbo", b"overlay");
+    let before = snapshot(b.root());
     // Without the kernel step the BSP kernel keeps booting, so the overlay decides the driver.
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "gpu-overlay", "--yes"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(
+    b.run(&["--board", "boltzmann", "--only", "gpu-overlay", "--yes"])
+        .expect_code(exit::OK)
+        .expect_stdout(
             "rename /boot/dtbo/rk3588-mali-enable.dtbo -> /boot/dtbo/rk3588-mali-enable.dtbo.disabled",
-        ));
-    assert!(!root.join("boot/dtbo/rk3588-mali-enable.dtbo").exists());
+        );
+    assert!(!b.fx.join("boot/dtbo/rk3588-mali-enable.dtbo").exists());
     assert_eq!(
-        fs::read(root.join("boot/dtbo/rk3588-mali-enable.dtbo.disabled")).unwrap(),
+        fs::read(b.fx.join("boot/dtbo/rk3588-mali-enable.dtbo.disabled")).unwrap(),
         b"overlay"
     );
-    rvl(&root, &a.manifest).arg("--rollback").assert().success();
-    assert_same(&before, &snapshot(&root));
+    b.run(&["--rollback"]).expect_code(exit::OK);
+    assert_same(&before, &snapshot(b.root()));
 }
 
 #[test]
 fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let mut b = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.set_size(4);
-    h.set_mode(0o755);
-    h.set_cksum();
-    b.append_data(&mut h, "lib/libvulkan_panfrost.so", &b"\x7fELF"[..])
-        .unwrap();
-    let archive = b.into_inner().unwrap();
-    let url = a.server.route(
+    let b = Board::new("boltzmann-extlinux");
+    let archive = roots::tar(&[("lib/libvulkan_panfrost.so", b"\x7fELF", 0o755)]);
+    let url = b.a.server.route(
         "/pre/mesa-panvk.tar",
         common::http::Reply::Body(archive.clone()),
     );
-    let mut yaml = fs::read_to_string(&a.manifest).unwrap();
+    let mut yaml = fs::read_to_string(&b.a.manifest).unwrap();
     yaml.push_str(&format!(
         "prebuilt:\n  - id: mesa-panvk-aarch64\n    version: \"26.1.6\"\n    arch: aarch64\n    url: {url}\n    size: {}\n    sha256: {}\n    provenance: test\n",
         archive.len(),
         sha256_hex(&archive)
     ));
-    fs::write(&a.manifest, yaml).unwrap();
-    rvl(&root, &a.manifest)
-        .args([
-            "--board",
-            "boltzmann",
-            "--only",
-            "mesa",
-            "--mesa-from",
-            "prebuilt",
-            "--yes",
-        ])
-        .assert()
-        .success();
+    fs::write(&b.a.manifest, yaml).unwrap();
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "mesa",
+        "--mesa-from",
+        "prebuilt",
+        "--yes",
+    ])
+    .expect_code(exit::OK);
     assert_eq!(
-        fs::read(root.join("opt/rvl/mesa-26.1.6-rvl1/lib/libvulkan_panfrost.so")).unwrap(),
+        fs::read(b.fx.join("opt/rvl/mesa-26.1.6-rvl1/lib/libvulkan_panfrost.so")).unwrap(),
         b"\x7fELF"
     );
 }
 
 #[test]
-fn prebuilt_mesa_without_one_in_the_manifest_says_so() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args([
-            "--board",
-            "boltzmann",
-            "--only",
-            "mesa",
-            "--mesa-from",
-            "prebuilt",
-            "--dry-run",
-        ])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains(
+fn refusals_that_a_plan_cannot_get_past_are_named() {
+    // (what the test removes from the root, the --only and --mesa-from flags, what stderr says)
+    let cases: [(Option<&str>, &[&str], &str); 3] = [
+        // The manifest has no prebuilt Mesa.
+        (
+            None,
+            &["--only", "mesa", "--mesa-from", "prebuilt"],
             "no prebuilt Mesa 26.1.6 for aarch64",
-        ));
-}
-
-#[test]
-fn icd_alone_needs_panvk_installed_first() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "icd", "--dry-run"])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains("run the mesa step first"));
-}
-
-#[test]
-fn an_image_without_a_known_boot_configuration_is_a_clear_error() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    fs::remove_file(root.join("boot/extlinux/extlinux.conf")).unwrap();
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "kernel", "--dry-run"])
-        .assert()
-        .code(5)
-        .stderr(predicate::str::contains("cannot tell how this image boots"));
+        ),
+        // The ICD alone needs panvk installed first.
+        (None, &["--only", "icd"], "run the mesa step first"),
+        // An image without a known boot configuration.
+        (
+            Some("boot/extlinux/extlinux.conf"),
+            &["--only", "kernel"],
+            "cannot tell how this image boots",
+        ),
+    ];
+    for (remove, only, says) in cases {
+        let b = Board::new("boltzmann-extlinux");
+        if let Some(p) = remove {
+            b.fx.remove(p);
+        }
+        setup(&b.fx, &b.a.manifest)
+            .args(&["--board", "boltzmann", "--dry-run"])
+            .args(only)
+            .run()
+            .expect_code(exit::UNSUPPORTED)
+            .expect_stderr(says);
+    }
 }
 
 #[test]
 fn a_relative_root_works_for_tools_too() {
-    let (d, _root) = fixture("boltzmann-uboot-menu");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let mut cmd = assert_cmd::Command::cargo_bin("rvl").unwrap();
-    cmd.current_dir(d.path())
-        .env_remove("SUDO_USER")
-        .env_remove("RVL_FAULT")
-        .args([
-            "setup",
-            "--root",
-            "root",
-            "--board",
-            "boltzmann",
-            "--only",
-            "kernel",
-            "--yes",
-        ])
-        .arg("--manifest")
-        .arg(&a.manifest)
-        .assert()
-        .success();
-    let ext = fs::read_to_string(d.path().join("root/boot/extlinux/extlinux.conf")).unwrap();
+    let b = Board::new("boltzmann-uboot-menu");
+    rvl(&[
+        "setup",
+        "--root",
+        "root",
+        "--board",
+        "boltzmann",
+        "--only",
+        "kernel",
+        "--yes",
+    ])
+    .arg("--manifest")
+    .arg(&b.a.manifest)
+    .current_dir(b.fx.parent())
+    .run()
+    .expect_code(exit::OK);
+    let ext = fs::read_to_string(b.fx.parent().join("root/boot/extlinux/extlinux.conf")).unwrap();
     assert!(ext.contains("\ndefault l0\n"));
 }
 
 #[test]
 fn json_apply_prints_one_json_document_with_the_outcome() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let out = rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--yes", "--json"])
-        .env("SUDO_USER", "rock")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON only");
+    let b = Board::new("boltzmann-extlinux");
+    let apply = ["--board", "boltzmann", "--only", BASIC, "--yes", "--json"];
+    let v = b.run_as_rock(&apply).expect_code(exit::OK).stdout_json();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["applied"], true);
     assert_eq!(
@@ -515,11 +450,6 @@ fn json_apply_prints_one_json_document_with_the_outcome() {
     );
     assert_eq!(v["remaining"], serde_json::json!([]));
     // Nothing left to do: the same command says so, still as JSON.
-    let out = rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", BASIC, "--yes", "--json"])
-        .env("SUDO_USER", "rock")
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = b.run_as_rock(&apply).stdout_json();
     assert_eq!(v["applied"], false);
 }

@@ -10,23 +10,20 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::roots::{artifacts, assert_same, firmware_bytes, fixture, rvl, snapshot};
-use predicates::prelude::*;
+use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Artifacts};
+use common::{setup, Fixture, Rvl};
+use rvl::exit;
 
 const MESA_PREFIX: &str = "opt/rvl/mesa-26.1.6-rvl1";
 const LLAMA_PREFIX: &str = "opt/rvl/llama.cpp-b9999-rvl1";
 
 /// Pack `files` (path, content, mode) into a .tar.xz.
 fn tar_xz(files: &[(&str, &str, u32)]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, data, mode) in files {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(*mode);
-        h.set_cksum();
-        b.append_data(&mut h, path, data.as_bytes()).unwrap();
-    }
-    xz(&b.into_inner().unwrap())
+    let files: Vec<(&str, &[u8], u32)> = files
+        .iter()
+        .map(|(path, data, mode)| (*path, data.as_bytes(), *mode))
+        .collect();
+    xz(&roots::tar(&files))
 }
 
 fn xz(data: &[u8]) -> Vec<u8> {
@@ -128,10 +125,13 @@ fn lib(root: &Path) -> PathBuf {
     root.join(MESA_PREFIX).join("lib/libvulkan_panfrost.so")
 }
 
-#[test]
-fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
-    let (_d, root) = fixture("boltzmann-uboot-menu");
-    let tarball = mesa_tarball();
+/// `rvl setup --board boltzmann --only ONLY` on `root` with `manifest`.
+fn boltzmann(root: &Fixture, manifest: &Path, only: &str) -> Rvl {
+    setup(root, manifest).args(&["--board", "boltzmann", "--only", only])
+}
+
+/// A copy of `fixture` and a manifest whose Mesa source is `tarball`, served on loopback.
+fn with_mesa(fixture: &str, tarball: &[u8]) -> (Fixture, Artifacts) {
     let a = artifacts(
         &firmware_bytes(),
         None,
@@ -139,25 +139,32 @@ fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
             "mesa",
             "26.1.6",
             "mesa-26.1.6.tar.xz",
-            &tarball,
+            tarball,
             "mesa-26.1.6",
             "meson",
         )],
     );
+    (Fixture::copy(fixture), a)
+}
+
+#[test]
+fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
+    let (fx, a) = with_mesa("boltzmann-uboot-menu", &mesa_tarball());
+    let root = fx.path();
     let p = patches_dir(&[("0001-mark.patch", GOOD_PATCH)]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "mesa,icd", "--dry-run"])
+    let before = snapshot(root);
+    boltzmann(&fx, &a.manifest, "mesa,icd")
+        .arg("--dry-run")
         .env("RVL_PATCHES_DIR", p.path())
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("apply mesa/0001-mark.patch"));
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "mesa,icd", "--yes"])
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout("apply mesa/0001-mark.patch");
+    boltzmann(&fx, &a.manifest, "mesa,icd")
+        .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
-        .assert()
-        .success();
-    let so = fs::read(lib(&root)).unwrap();
+        .run()
+        .expect_code(exit::OK);
+    let so = fs::read(lib(root)).unwrap();
     assert!(
         contains(&so, b"rvl-patched-marker"),
         "the patch was not built in"
@@ -170,13 +177,11 @@ fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
         icd["ICD"]["library_path"],
         format!("/{MESA_PREFIX}/lib/libvulkan_panfrost.so")
     );
-    assert!(
-        fs::read_to_string(root.join("etc/environment.d/90-rvl-vulkan.conf"))
-            .unwrap()
-            .contains("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json")
-    );
+    assert!(fx
+        .read("etc/environment.d/90-rvl-vulkan.conf")
+        .contains("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json"));
     // Build log kept; no staging or work directories left.
-    let log = fs::read_to_string(root.join("var/lib/rvl/logs/mesa-26.1.6.log")).unwrap();
+    let log = fx.read("var/lib/rvl/logs/mesa-26.1.6.log");
     assert!(
         log.contains("== patch -p1 < mesa/0001-mark.patch") && log.contains("== build"),
         "{log}"
@@ -184,90 +189,57 @@ fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
     assert!(!root.join("opt/rvl/.stage-mesa-26.1.6-rvl1").exists());
     assert!(!root.join("var/lib/rvl/work").join("mesa-26.1.6").exists());
     // Second plan empty; the tarball is served once (cached).
-    let out = rvl(&root, &a.manifest)
-        .args([
-            "--board",
-            "boltzmann",
-            "--only",
-            "mesa,icd",
-            "--dry-run",
-            "--json",
-        ])
+    let v = boltzmann(&fx, &a.manifest, "mesa,icd")
+        .args(&["--dry-run", "--json"])
         .env("RVL_PATCHES_DIR", p.path())
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run()
+        .stdout_json();
     assert!(v["plan"]["steps"].as_array().unwrap().is_empty(), "{v}");
     assert_eq!(a.server.hits("/src/mesa-26.1.6.tar.xz"), 1);
     // Rollback removes the prefix, /opt/rvl and the ICD files.
-    rvl(&root, &a.manifest).arg("--rollback").assert().success();
-    assert_same(&before, &snapshot(&root));
+    setup(&fx, &a.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK);
+    assert_same(&before, &snapshot(root));
 }
 
 #[test]
 fn a_patch_that_does_not_apply_is_named_and_nothing_is_installed() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let tarball = mesa_tarball();
-    let a = artifacts(
-        &firmware_bytes(),
-        None,
-        &[(
-            "mesa",
-            "26.1.6",
-            "mesa-26.1.6.tar.xz",
-            &tarball,
-            "mesa-26.1.6",
-            "meson",
-        )],
-    );
+    let (fx, a) = with_mesa("boltzmann-extlinux", &mesa_tarball());
     let p = patches_dir(&[
         ("0001-mark.patch", GOOD_PATCH),
         ("0002-bad.patch", BAD_PATCH),
     ]);
-    let before = snapshot(&root);
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "mesa", "--yes"])
+    let before = snapshot(fx.path());
+    boltzmann(&fx, &a.manifest, "mesa")
+        .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("step mesa failed"))
-        .stderr(predicate::str::contains(
-            "patch mesa/0002-bad.patch does not apply",
-        ));
-    assert_same(&before, &snapshot(&root));
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stderr("step mesa failed")
+        .expect_stderr("patch mesa/0002-bad.patch does not apply");
+    assert_same(&before, &snapshot(fx.path()));
 }
 
 #[test]
 fn an_empty_or_missing_series_builds_the_plain_release() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let tarball = mesa_tarball();
-    let a = artifacts(
-        &firmware_bytes(),
-        None,
-        &[(
-            "mesa",
-            "26.1.6",
-            "mesa-26.1.6.tar.xz",
-            &tarball,
-            "mesa-26.1.6",
-            "meson",
-        )],
-    );
+    let (fx, a) = with_mesa("boltzmann-extlinux", &mesa_tarball());
     let p = tempfile::tempdir().unwrap(); // no mesa/ inside
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "mesa", "--yes"])
+    boltzmann(&fx, &a.manifest, "mesa")
+        .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
-        .assert()
-        .success();
-    let so = fs::read(lib(&root)).unwrap();
+        .run()
+        .expect_code(exit::OK);
+    let so = fs::read(lib(fx.path())).unwrap();
     assert!(!contains(&so, b"rvl-patched-marker"));
-    let stamp = fs::read_to_string(root.join(MESA_PREFIX).join("share/rvl/build.json")).unwrap();
+    let stamp = fx.read(&format!("{MESA_PREFIX}/share/rvl/build.json"));
     assert!(stamp.contains("\"patches\": []"), "{stamp}");
 }
 
 #[test]
 fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
-    let (_d, root) = fixture("boltzmann-extlinux");
+    let fx = Fixture::copy("boltzmann-extlinux");
     let tarball = llama_tarball();
     let a = artifacts(
         &firmware_bytes(),
@@ -288,14 +260,14 @@ fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
         "--- a/main.c\n+++ b/main.c\n@@ -1 +1,2 @@\n int main(void) { return 0; }\n+const char tiles[] = \"mali-small-tiles\";\n",
     )
     .unwrap();
-    rvl(&root, &a.manifest)
-        .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
-        .assert()
-        .success();
-    let bin = fs::read(root.join(LLAMA_PREFIX).join("bin/llama-cli")).unwrap();
+        .run()
+        .expect_code(exit::OK);
+    let bin = fs::read(fx.join(LLAMA_PREFIX).join("bin/llama-cli")).unwrap();
     assert!(contains(&bin, b"mali-small-tiles"));
-    let log = fs::read_to_string(root.join("var/lib/rvl/logs/llama.cpp-b9999.log")).unwrap();
+    let log = fx.read("var/lib/rvl/logs/llama.cpp-b9999.log");
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
 }
 
@@ -315,29 +287,16 @@ fn an_archive_entry_climbing_out_is_refused_and_nothing_is_installed() {
             "absolute path `/etc`",
         ),
     ] {
-        let (_d, root) = fixture("boltzmann-extlinux");
-        let tarball = hostile_tar_xz(name, kind, link);
-        let a = artifacts(
-            &firmware_bytes(),
-            None,
-            &[(
-                "mesa",
-                "26.1.6",
-                "mesa-26.1.6.tar.xz",
-                &tarball,
-                "mesa-26.1.6",
-                "meson",
-            )],
-        );
-        let before = snapshot(&root);
-        rvl(&root, &a.manifest)
-            .args(["--board", "boltzmann", "--only", "mesa", "--yes"])
-            .assert()
-            .code(1)
-            .stderr(predicate::str::contains("refused"))
-            .stderr(predicate::str::contains(what));
-        assert_same(&before, &snapshot(&root));
-        assert!(!root.parent().unwrap().join("evil").exists());
+        let (fx, a) = with_mesa("boltzmann-extlinux", &hostile_tar_xz(name, kind, link));
+        let before = snapshot(fx.path());
+        boltzmann(&fx, &a.manifest, "mesa")
+            .arg("--yes")
+            .run()
+            .expect_code(exit::PROBLEMS)
+            .expect_stderr("refused")
+            .expect_stderr(what);
+        assert_same(&before, &snapshot(fx.path()));
+        assert!(!fx.parent().join("evil").exists());
     }
 }
 
@@ -349,29 +308,28 @@ const PIP_PREFIX: &str = "opt/rvl/llama.cpp-0.3.36-rvl1";
 
 /// The stand-in sdist: the cmake project under `vendor/llama.cpp`, as the real one has it.
 fn sdist() -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, data) in [
+    let tar = roots::tar(&[
         (
             "llama_cpp_python-0.3.36/vendor/llama.cpp/CMakeLists.txt",
-            "cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
+            b"cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
              option(GGML_VULKAN \"\" OFF)\n\
              if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
              add_executable(llama-cli main.c)\ninstall(TARGETS llama-cli)\n",
+            0o644,
         ),
         (
             "llama_cpp_python-0.3.36/vendor/llama.cpp/main.c",
-            "int main(void) { return 0; }\n",
+            b"int main(void) { return 0; }\n",
+            0o644,
         ),
-        ("llama_cpp_python-0.3.36/pyproject.toml", "[project]\n"),
-    ] {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_cksum();
-        b.append_data(&mut h, path, data.as_bytes()).unwrap();
-    }
+        (
+            "llama_cpp_python-0.3.36/pyproject.toml",
+            b"[project]\n",
+            0o644,
+        ),
+    ]);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&b.into_inner().unwrap()).unwrap();
+    gz.write_all(&tar).unwrap();
     gz.finish().unwrap()
 }
 
@@ -415,10 +373,6 @@ fn stand_in_python(pip: Pip, sdist: &[u8]) -> tempfile::TempDir {
     d
 }
 
-fn calls(python_dir: &Path) -> String {
-    fs::read_to_string(python_dir.join("calls.log")).unwrap_or_default()
-}
-
 /// A manifest pinning Mesa (the planner wants one) and llama.cpp from pip.
 fn pip_manifest(dir: &Path, size: usize, sha256: &str) -> PathBuf {
     let path = dir.join("manifest.yaml");
@@ -434,16 +388,8 @@ fn pip_manifest(dir: &Path, size: usize, sha256: &str) -> PathBuf {
     path
 }
 
-fn path_with(dir: &Path) -> String {
-    format!(
-        "{}:{}",
-        dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
 fn cache_entries(root: &Path) -> Vec<String> {
-    fs::read_dir(root.join(common::roots::STATE_DIR).join("cache"))
+    fs::read_dir(root.join(roots::STATE_DIR).join("cache"))
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -452,53 +398,80 @@ fn cache_entries(root: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A fixture root, the stand-in python3 first on PATH, and a manifest pinning its sdist.
+struct PipCase {
+    fx: Fixture,
+    data: Vec<u8>,
+    python: tempfile::TempDir,
+    manifest: PathBuf,
+    _manifest_dir: tempfile::TempDir,
+}
+
+impl PipCase {
+    /// `sha256`: the pinned digest, the sdist's own when `None`.
+    fn new(pip: Pip, sha256: Option<&str>) -> PipCase {
+        let data = sdist();
+        let sha = sha256.map_or_else(|| common::http::sha256_hex(&data), str::to_string);
+        let python = stand_in_python(pip, &data);
+        let m = tempfile::tempdir().unwrap();
+        let manifest = pip_manifest(m.path(), data.len(), &sha);
+        PipCase {
+            fx: Fixture::copy("boltzmann-extlinux"),
+            data,
+            python,
+            manifest,
+            _manifest_dir: m,
+        }
+    }
+
+    /// `rvl setup --board boltzmann --only llama-cpp ARGS` with the stand-in first on PATH.
+    fn setup(&self, args: &[&str]) -> Rvl {
+        let path = format!(
+            "{}:{}",
+            self.python.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        boltzmann(&self.fx, &self.manifest, "llama-cpp")
+            .args(args)
+            .env("PATH", path)
+    }
+
+    fn calls(&self) -> String {
+        fs::read_to_string(self.python.path().join("calls.log")).unwrap_or_default()
+    }
+}
+
 #[test]
 fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let data = sdist();
-    let sha = common::http::sha256_hex(&data);
-    let python = stand_in_python(Pip::Works, &data);
-    let m = tempfile::tempdir().unwrap();
-    let manifest = pip_manifest(m.path(), data.len(), &sha);
+    let t = PipCase::new(Pip::Works, None);
+    let sha = common::http::sha256_hex(&t.data);
     let no_patches = tempfile::tempdir().unwrap();
-    rvl(&root, &manifest)
-        .args(["--board", "boltzmann", "--only", "llama-cpp", "--dry-run"])
-        .env("PATH", path_with(python.path()))
-        .assert()
-        .success()
-        .stdout(predicate::str::contains(format!(
+    t.setup(&["--dry-run"])
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout(&format!(
             "pip download {PIP_REQUIREMENT} ({} bytes, sha256 checked), unpack",
-            data.len()
-        )));
-    let out = rvl(&root, &manifest)
-        .args(["--board", "boltzmann", "--only", "llama-cpp", "--dry-run"])
-        .arg("--json")
-        .env("PATH", path_with(python.path()))
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            t.data.len()
+        ));
+    let v = t.setup(&["--dry-run", "--json"]).run().stdout_json();
     let action = &v["plan"]["steps"][0]["actions"][0];
     assert_eq!(action["pip"]["requirement"], PIP_REQUIREMENT, "{v}");
     assert_eq!(action["pip"]["filename"], SDIST, "{v}");
     assert!(action.get("url").is_none(), "{v}");
-    assert_eq!(calls(python.path()), "", "planning runs no pip");
+    assert_eq!(t.calls(), "", "planning runs no pip");
 
-    rvl(&root, &manifest)
-        .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
-        .env("PATH", path_with(python.path()))
+    t.setup(&["--yes"])
         .env("RVL_PATCHES_DIR", no_patches.path())
-        .assert()
-        .success();
+        .run()
+        .expect_code(exit::OK);
+    let root = t.fx.path();
     assert!(root.join(PIP_PREFIX).join("bin/llama-cli").is_file());
-    let log = fs::read_to_string(root.join("var/lib/rvl/logs/llama.cpp-0.3.36.log")).unwrap();
+    let log = t.fx.read("var/lib/rvl/logs/llama.cpp-0.3.36.log");
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
     assert!(log.contains("vendor/llama.cpp"), "{log}");
     // Only the verified sdist stays in the cache; pip's directory is gone.
-    assert_eq!(
-        cache_entries(&root),
-        vec![format!("{}-{SDIST}", &sha[..16])]
-    );
-    let called = calls(python.path());
+    assert_eq!(cache_entries(root), vec![format!("{}-{SDIST}", &sha[..16])]);
+    let called = t.calls();
     assert_eq!(called.matches(" download ").count(), 1, "{called}");
     assert!(
         called.contains("-m pip show --quiet scikit-build-core"),
@@ -508,52 +481,42 @@ fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
 
 #[test]
 fn a_pip_download_with_the_wrong_sha256_exits_6_and_leaves_nothing() {
-    let (_d, root) = fixture("boltzmann-extlinux");
-    let data = sdist();
-    let python = stand_in_python(Pip::Works, &data);
-    let m = tempfile::tempdir().unwrap();
-    let manifest = pip_manifest(m.path(), data.len(), &"0".repeat(64));
-    let before = snapshot(&root);
-    rvl(&root, &manifest)
-        .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
-        .env("PATH", path_with(python.path()))
-        .assert()
-        .code(6)
-        .stderr(predicate::str::contains(format!(
-            "pip download {PIP_REQUIREMENT}: sha256 mismatch"
-        )));
-    assert_same(&before, &snapshot(&root));
-    assert!(!root.join(PIP_PREFIX).exists());
-    assert_eq!(cache_entries(&root), Vec::<String>::new());
-    assert_eq!(calls(python.path()).matches(" download ").count(), 1);
+    let zeros = "0".repeat(64);
+    let t = PipCase::new(Pip::Works, Some(&zeros));
+    let before = snapshot(t.fx.path());
+    t.setup(&["--yes"])
+        .run()
+        .expect_code(exit::DOWNLOAD)
+        .expect_stderr(&format!("pip download {PIP_REQUIREMENT}: sha256 mismatch"));
+    assert_same(&before, &snapshot(t.fx.path()));
+    assert!(!t.fx.join(PIP_PREFIX).exists());
+    assert_eq!(cache_entries(t.fx.path()), Vec::<String>::new());
+    assert_eq!(t.calls().matches(" download ").count(), 1);
 }
 
 #[test]
 fn missing_pip_or_build_backend_is_named_with_its_package_before_downloading() {
-    for (pip, expected) in [
-        (Pip::Missing, "pip is not installed"),
-        (Pip::NoBackend, "pip needs scikit-build-core"),
+    for (pip, expected, package) in [
+        (
+            Pip::Missing,
+            "pip is not installed",
+            "sudo apt install python3-pip",
+        ),
+        (
+            Pip::NoBackend,
+            "pip needs scikit-build-core",
+            "sudo apt install python3-scikit-build-core",
+        ),
     ] {
-        let (_d, root) = fixture("boltzmann-extlinux");
-        let data = sdist();
-        let python = stand_in_python(pip, &data);
-        let m = tempfile::tempdir().unwrap();
-        let manifest = pip_manifest(m.path(), data.len(), &common::http::sha256_hex(&data));
-        let before = snapshot(&root);
-        let package = if pip == Pip::Missing {
-            "sudo apt install python3-pip"
-        } else {
-            "sudo apt install python3-scikit-build-core"
-        };
-        rvl(&root, &manifest)
-            .args(["--board", "boltzmann", "--only", "llama-cpp", "--yes"])
-            .env("PATH", path_with(python.path()))
-            .assert()
-            .code(1)
-            .stderr(predicate::str::contains(expected))
-            .stderr(predicate::str::contains(package));
-        assert_same(&before, &snapshot(&root));
-        assert_eq!(cache_entries(&root), Vec::<String>::new());
-        assert_eq!(calls(python.path()).matches(" download ").count(), 0);
+        let t = PipCase::new(pip, None);
+        let before = snapshot(t.fx.path());
+        t.setup(&["--yes"])
+            .run()
+            .expect_code(exit::PROBLEMS)
+            .expect_stderr(expected)
+            .expect_stderr(package);
+        assert_same(&before, &snapshot(t.fx.path()));
+        assert_eq!(cache_entries(t.fx.path()), Vec::<String>::new());
+        assert_eq!(t.calls().matches(" download ").count(), 0);
     }
 }

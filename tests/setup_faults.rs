@@ -8,12 +8,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::roots::{
-    artifacts, assert_same, changed, firmware_bytes, fixture, rvl, snapshot, Node,
-};
-use predicates::prelude::*;
-
-const FAULT_EXIT: i32 = 99;
+use common::roots::{artifacts, assert_same, changed, firmware_bytes, snapshot, Artifacts, Node};
+use common::{fixture_dir, setup, Fixture, Output};
+use rvl::exit;
+use rvl::setup::fault::FAULT_EXIT;
 
 struct Case {
     fixture: &'static str,
@@ -39,95 +37,93 @@ const CASES: [Case; 3] = [
     },
 ];
 
-fn apply(root: &Path, manifest: &Path, c: &Case, fault: Option<&str>) -> std::process::Output {
-    let mut cmd = rvl(root, manifest);
-    cmd.args(["--board", c.board, "--only", c.only, "--yes"])
+fn apply(root: &Path, manifest: &Path, c: &Case, fault: Option<&str>) -> Output {
+    let cmd = setup(root, manifest)
+        .args(&["--board", c.board, "--only", c.only, "--yes"])
         .env("SUDO_USER", "rock");
-    if let Some(f) = fault {
-        cmd.env("RVL_FAULT", f);
+    match fault {
+        Some(f) => cmd.env("RVL_FAULT", f),
+        None => cmd,
     }
-    cmd.output().unwrap()
+    .run()
 }
 
-/// The state an uninterrupted apply reaches.
-fn new_state(c: &Case, manifest: &Path) -> BTreeMap<String, Node> {
-    let (_d, root) = fixture(c.fixture);
-    let out = apply(&root, manifest, c, None);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    snapshot(&root)
+/// What a case is checked against: the manifest, the fixture's tree and the tree an
+/// uninterrupted apply reaches.
+struct States {
+    a: Artifacts,
+    old: BTreeMap<String, Node>,
+    new: BTreeMap<String, Node>,
+}
+
+impl States {
+    fn of(c: &Case) -> States {
+        let a = artifacts(&firmware_bytes(), None, &[]);
+        let fx = Fixture::copy(c.fixture);
+        apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
+        States {
+            old: snapshot(&fixture_dir(c.fixture)),
+            new: snapshot(fx.path()),
+            a,
+        }
+    }
 }
 
 /// Every path is as it was or as the finished run leaves it (temp files aside).
-fn assert_old_or_new(
-    now: &BTreeMap<String, Node>,
-    old: &BTreeMap<String, Node>,
-    new: &BTreeMap<String, Node>,
-    at: &str,
-) {
-    for path in changed(now, old) {
+fn assert_old_or_new(now: &BTreeMap<String, Node>, s: &States, at: &str) {
+    for path in changed(now, &s.old) {
         if path.contains(".rvl-new") {
             continue; // a staged temp file is not the path itself; recovery removes it
         }
         assert_eq!(
             now.get(&path),
-            new.get(&path),
+            s.new.get(&path),
             "{at}: {path} is neither its old nor its new state"
         );
     }
 }
 
 /// Recover with a second run and check it ends where an uninterrupted run ends; then roll back.
-fn recover_and_check(
-    root: &Path,
-    manifest: &Path,
-    c: &Case,
-    old: &BTreeMap<String, Node>,
-    new: &BTreeMap<String, Node>,
-    at: &str,
-) {
-    let out = apply(root, manifest, c, None);
-    assert!(
-        out.status.success(),
-        "{at}: the run after the crash failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+fn recover_and_check(root: &Path, c: &Case, s: &States, at: &str) {
+    let out = apply(root, &s.a.manifest, c, None);
+    assert_eq!(
+        out.code(),
+        exit::OK,
+        "{at}: the run after the crash failed: {out}"
     );
     let after = snapshot(root);
     assert!(
-        changed(&after, new).is_empty(),
+        changed(&after, &s.new).is_empty(),
         "{at}: recovered tree differs at {:?}",
-        changed(&after, new)
+        changed(&after, &s.new)
     );
-    rvl(root, manifest).arg("--rollback").assert().success();
-    assert_same(old, &snapshot(root));
+    rollback(root, &s.a.manifest);
+    assert_same(&s.old, &snapshot(root));
+}
+
+fn rollback(root: &Path, manifest: &Path) {
+    setup(root, manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK);
 }
 
 #[test]
 fn a_crash_at_any_write_leaves_old_or_new_and_the_next_run_recovers() {
-    let a = artifacts(&firmware_bytes(), None, &[]);
     for c in &CASES {
-        let old = snapshot(&common::roots::fixture_dir(c.fixture));
-        let new = new_state(c, &a.manifest);
+        let s = States::of(c);
         let mut crashed = 0;
         for n in 1.. {
-            let (_d, root) = fixture(c.fixture);
+            let fx = Fixture::copy(c.fixture);
             let at = format!("{} at-write:{n}", c.fixture);
-            let out = apply(&root, &a.manifest, c, Some(&format!("at-write:{n}")));
-            if out.status.code() == Some(0) {
+            let out = apply(fx.path(), &s.a.manifest, c, Some(&format!("at-write:{n}")));
+            if out.code() == exit::OK {
                 break; // n is past the last write: the run completed
             }
-            assert_eq!(
-                out.status.code(),
-                Some(FAULT_EXIT),
-                "{at}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert_eq!(out.code(), FAULT_EXIT, "{at}: {out}");
             crashed += 1;
-            assert_old_or_new(&snapshot(&root), &old, &new, &at);
-            recover_and_check(&root, &a.manifest, c, &old, &new, &at);
+            assert_old_or_new(&snapshot(fx.path()), &s, &at);
+            recover_and_check(fx.path(), c, &s, &at);
             assert!(n < 200, "{at}: the fault never stopped firing");
         }
         assert!(crashed >= 8, "{}: only {crashed} write points", c.fixture);
@@ -136,22 +132,25 @@ fn a_crash_at_any_write_leaves_old_or_new_and_the_next_run_recovers() {
 
 #[test]
 fn a_crash_after_each_step_is_reported_and_undone_by_the_next_run() {
-    let a = artifacts(&firmware_bytes(), None, &[]);
     for c in &CASES {
-        let old = snapshot(&common::roots::fixture_dir(c.fixture));
-        let new = new_state(c, &a.manifest);
+        let s = States::of(c);
         for step in c.only.split(',') {
-            let (_d, root) = fixture(c.fixture);
+            let fx = Fixture::copy(c.fixture);
             let at = format!("{} after-step:{step}", c.fixture);
-            let out = apply(&root, &a.manifest, c, Some(&format!("after-step:{step}")));
-            assert_eq!(out.status.code(), Some(FAULT_EXIT), "{at}");
-            assert_old_or_new(&snapshot(&root), &old, &new, &at);
-            rvl(&root, &a.manifest)
+            let out = apply(
+                fx.path(),
+                &s.a.manifest,
+                c,
+                Some(&format!("after-step:{step}")),
+            );
+            assert_eq!(out.code(), FAULT_EXIT, "{at}: {out}");
+            assert_old_or_new(&snapshot(fx.path()), &s, &at);
+            setup(&fx, &s.a.manifest)
                 .arg("--status")
-                .assert()
-                .success()
-                .stdout(predicate::str::contains("interrupted apply run"));
-            recover_and_check(&root, &a.manifest, c, &old, &new, &at);
+                .run()
+                .expect_code(exit::OK)
+                .expect_stdout("interrupted apply run");
+            recover_and_check(fx.path(), c, &s, &at);
         }
     }
 }
@@ -160,31 +159,27 @@ fn a_crash_after_each_step_is_reported_and_undone_by_the_next_run() {
 fn rollback_after_a_crash_restores_the_original_tree() {
     let a = artifacts(&firmware_bytes(), None, &[]);
     let c = &CASES[0];
-    let old = snapshot(&common::roots::fixture_dir(c.fixture));
-    let (_d, root) = fixture(c.fixture);
-    let out = apply(&root, &a.manifest, c, Some("after-step:firmware"));
-    assert_eq!(out.status.code(), Some(FAULT_EXIT));
-    rvl(&root, &a.manifest).arg("--rollback").assert().success();
-    assert_same(&old, &snapshot(&root));
+    let fx = Fixture::copy(c.fixture);
+    apply(fx.path(), &a.manifest, c, Some("after-step:firmware")).expect_code(FAULT_EXIT);
+    rollback(fx.path(), &a.manifest);
+    assert_same(&snapshot(&fixture_dir(c.fixture)), &snapshot(fx.path()));
 }
 
 #[test]
 fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
     let a = artifacts(&firmware_bytes(), None, &[]);
     let c = &CASES[0];
-    let old = snapshot(&common::roots::fixture_dir(c.fixture));
-    let (_d, root) = fixture(c.fixture);
-    assert!(apply(&root, &a.manifest, c, None).status.success());
-    let out = rvl(&root, &a.manifest)
+    let fx = Fixture::copy(c.fixture);
+    apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
+    setup(&fx, &a.manifest)
         .arg("--rollback")
         .env("RVL_FAULT", "at-write:3")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(FAULT_EXIT));
-    rvl(&root, &a.manifest)
+        .run()
+        .expect_code(FAULT_EXIT);
+    setup(&fx, &a.manifest)
         .arg("--status")
-        .assert()
-        .stdout(predicate::str::contains("interrupted rollback run"));
-    rvl(&root, &a.manifest).arg("--rollback").assert().success();
-    assert_same(&old, &snapshot(&root));
+        .run()
+        .expect_stdout("interrupted rollback run");
+    rollback(fx.path(), &a.manifest);
+    assert_same(&snapshot(&fixture_dir(c.fixture)), &snapshot(fx.path()));
 }

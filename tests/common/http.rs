@@ -134,23 +134,11 @@ fn serve(
             if nth >= good_after {
                 send_body(&mut out, &body, range.as_deref())
             } else {
-                write!(
-                    out,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )?;
-                out.write_all(&body[..send])?;
-                out.flush()
+                send_cut(&mut out, &body, send)
             }
         }
         Reply::Stall { body, send, hold } => {
-            write!(
-                out,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            )?;
-            out.write_all(&body[..send])?;
-            out.flush()?;
+            send_cut(&mut out, &body, send)?;
             thread::sleep(hold);
             Ok(())
         }
@@ -164,6 +152,17 @@ fn serve(
             out.flush()
         }
     }
+}
+
+/// Announce all of `body`, send only its first `send` bytes.
+fn send_cut(out: &mut TcpStream, body: &[u8], send: usize) -> std::io::Result<()> {
+    write!(
+        out,
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    out.write_all(&body[..send])?;
+    out.flush()
 }
 
 fn send_body(out: &mut TcpStream, body: &[u8], range: Option<&str>) -> std::io::Result<()> {

@@ -1,6 +1,7 @@
-//! Fixture roots for setup tests: copy a tree from `tests/fixtures/setup/`, snapshot a tree
-//! (every file's bytes and mode, every link's target) to compare states byte for byte, and a
-//! manifest whose artifacts a loopback server this test started serves.
+//! Fixture roots: a private copy of a tree from `tests/fixtures/roots/` (doctor) or
+//! `tests/fixtures/setup/` (setup) with small edit helpers; a snapshot of a tree (every file's
+//! bytes and mode, every link's target) to compare states byte for byte; and a manifest whose
+//! artifacts a loopback server this test started serves.
 
 #![allow(dead_code)]
 
@@ -10,21 +11,102 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::http::{sha256_hex, Reply, Server};
+use super::run::{rvl, Rvl};
 
 pub const STATE_DIR: &str = "var/lib/rvl";
 
+/// Where a checked-in fixture root lives: `tests/fixtures/roots/NAME` or
+/// `tests/fixtures/setup/NAME` (the names do not overlap).
 pub fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/setup")
-        .join(name)
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let found: Vec<PathBuf> = ["roots", "setup"]
+        .iter()
+        .map(|d| fixtures.join(d).join(name))
+        .filter(|p| p.is_dir())
+        .collect();
+    match found.as_slice() {
+        [one] => one.clone(),
+        _ => panic!("fixture root {name:?}: found {found:?}"),
+    }
 }
 
-/// A private copy of a fixture root; the tree is at `<tempdir>/root`.
-pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("root");
-    copy_tree(&fixture_dir(name), &root);
-    (d, root)
+/// A file under `tests/fixtures/` (firmware headers, the stub manifest, ...).
+pub fn fixture_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+/// A private, writable copy of a fixture root at `<tempdir>/root`, removed on drop. Links are
+/// copied as links (some roots hold sysfs link cycles). Pass it to `Rvl::root`.
+pub struct Fixture {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Fixture {
+    pub fn copy(name: &str) -> Fixture {
+        let fx = Fixture::empty();
+        copy_tree(&fixture_dir(name), &fx.root);
+        fx
+    }
+
+    /// An empty root, for trees a test builds itself.
+    pub fn empty() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        fs::create_dir(&root).unwrap();
+        Fixture { dir, root }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The temporary directory holding `root` (and nothing else).
+    pub fn parent(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `rel` (relative, no leading `/`) inside the root.
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Write a file, creating its directories.
+    pub fn write(&self, rel: &str, data: impl AsRef<[u8]>) {
+        let path = self.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, data).unwrap_or_else(|e| panic!("write {rel}: {e}"));
+    }
+
+    /// Replace `from` by `to` in a file; `from` must be there.
+    pub fn edit(&self, rel: &str, from: &str, to: &str) {
+        let text = self.read(rel);
+        assert!(text.contains(from), "{rel} has no {from:?}:\n{text}");
+        self.write(rel, text.replace(from, to));
+    }
+
+    /// Remove a file, link or directory tree; it must be there.
+    pub fn remove(&self, rel: &str) {
+        let path = self.join(rel);
+        let m = fs::symlink_metadata(&path).unwrap_or_else(|e| panic!("remove {rel}: {e}"));
+        if m.is_dir() {
+            fs::remove_dir_all(&path).unwrap();
+        } else {
+            fs::remove_file(&path).unwrap();
+        }
+    }
+}
+
+impl AsRef<Path> for Fixture {
+    fn as_ref(&self) -> &Path {
+        &self.root
+    }
 }
 
 pub fn copy_tree(src: &Path, dst: &Path) {
@@ -112,6 +194,19 @@ pub fn firmware_bytes() -> Vec<u8> {
     v
 }
 
+/// A tar archive of `files` (path, bytes, mode).
+pub fn tar(files: &[(&str, &[u8], u32)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data, mode) in files {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(*mode);
+        h.set_cksum();
+        b.append_data(&mut h, path, *data).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
 /// A loopback server plus a manifest file naming what it serves.
 pub struct Artifacts {
     pub server: Server,
@@ -158,18 +253,13 @@ pub fn artifacts(
     }
 }
 
-/// The `rvl` binary with a clean environment for setup tests.
-pub fn rvl(root: &Path, manifest: &Path) -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("rvl").unwrap();
-    c.env_remove("SUDO_USER")
-        .env_remove("RVL_FAULT")
-        .env_remove("RVL_PATCHES_DIR")
+/// `rvl setup --root ROOT --manifest MANIFEST`, downloads retried once and a stall given up
+/// after 5 s.
+pub fn setup(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
+    rvl(&["setup"])
+        .root(root)
+        .arg("--manifest")
+        .arg(manifest)
         .env("RVL_FETCH_ATTEMPTS", "2")
         .env("RVL_FETCH_STALL_SECS", "5")
-        .arg("setup")
-        .arg("--root")
-        .arg(root)
-        .arg("--manifest")
-        .arg(manifest);
-    c
 }
