@@ -314,6 +314,7 @@ int main(int argc, char **argv)
                         "[--spec ID=VAL|ID=f:FLOAT]... [--dispatches N] [--cmdbufs N] [--submit] [--rerecord K]\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep what was printed if the driver aborts */
     const char *path = argv[1];
     uint32_t local[3] = {0, 0, 0};
     uint32_t groups[16][3];
@@ -581,6 +582,8 @@ int main(int argc, char **argv)
     VKC(vkAllocateCommandBuffers(dev, &cbai, cbs));
     uint8_t zeros[256] = {0};
     int end_failed = 0;
+    uint8_t *cb_ok = calloc(ncb, 1); /* ended successfully: may be submitted */
+    uint32_t end_failures = 0;
     char name[32];
     print_live("before_record");
     for (uint32_t g = 0; g < nshapes; g++) {
@@ -611,7 +614,11 @@ int main(int argc, char **argv)
                 printf("end_result.%u.%u=%d\n", g, c, (int)r);
             else if (r != VK_SUCCESS)
                 printf("rerecord_result.%u.%u.%u=%d\n", g, pass, c, (int)r);
-            if (r != VK_SUCCESS) end_failed = 1;
+            cb_ok[g * cmdbufs + c] = r == VK_SUCCESS;
+            if (r != VK_SUCCESS) {
+                end_failed = 1;
+                end_failures++;
+            }
         }
         snprintf(name, sizeof name, "%s%u.%u", pass ? "rerecorded." : "ended.", g, pass);
         print_live(name);
@@ -621,6 +628,8 @@ int main(int argc, char **argv)
             snprintf(name, sizeof name, "submit.%u", g);
             phase(name);
             for (uint32_t c = 0; c < cmdbufs; c++) {
+                if (!cb_ok[g * cmdbufs + c])
+                    continue; /* invalid after a failed End: not submittable */
                 VkSubmitInfo si_ = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
                                     .pCommandBuffers = &cbs[g * cmdbufs + c]};
                 VkResult r = vkQueueSubmit(queue, 1, &si_, VK_NULL_HANDLE);
@@ -635,6 +644,7 @@ int main(int argc, char **argv)
       }
     }
     phase("done");
+    printf("end_failures=%u\n", end_failures);
     print_phase("compile");
     for (uint32_t g = 0; g < nshapes; g++) {
         snprintf(name, sizeof name, "record.%u", g);
@@ -662,6 +672,7 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
     /* The shim has no GPU behind it: nothing waits for submitted work. */
+    free(cb_ok);
     vkDestroyCommandPool(dev, pool, NULL);
     vkDestroyPipeline(dev, pipe, NULL);
     vkDestroyDevice(dev, NULL);
