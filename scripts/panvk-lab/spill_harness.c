@@ -15,6 +15,8 @@
  * K times (phase "rerecord.I"; submitted again with --submit): what the
  * command pool's BO recycling does for reset-and-record-again patterns.
  * "live.NAME=bytes" lines give the driver's live BO total at each step.
+ * --respec ID=VAL compiles a second pipeline with that constant changed and
+ * uses it for every --groups shape after the first.
  *
  * Each --groups shape (default 1,1,1) gets its own command buffer(s), so one
  * compile answers several dispatch shapes (BO phases "record.I", "end.I").
@@ -321,7 +323,8 @@ int main(int argc, char **argv)
     uint32_t nshapes = 0;
     int have_local = 0;
     uint32_t dispatches = 1, cmdbufs = 1, rerecord = 0;
-    int submit = 0;
+    int submit = 0, have_respec = 0;
+    struct spec respec = {0, 0};
     struct spec specs[MAX_SPECS];
     int nspecs = 0;
     for (int i = 2; i < argc; i++) {
@@ -337,6 +340,7 @@ int main(int argc, char **argv)
         }
         else if (!strcmp(a, "--dispatches")) dispatches = parse_u32(a, v);
         else if (!strcmp(a, "--rerecord")) rerecord = parse_u32(a, v);
+        else if (!strcmp(a, "--respec")) { respec = parse_spec(v); have_respec = 1; }
         else if (!strcmp(a, "--cmdbufs")) cmdbufs = parse_u32(a, v);
         else if (!strcmp(a, "--spec")) {
             if (nspecs == MAX_SPECS) fail(2, "more than %d --spec options", MAX_SPECS);
@@ -514,6 +518,22 @@ int main(int argc, char **argv)
     VKC(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, NULL, &pipe));
     printf("compile_seconds=%.1f\n", now() - t0);
 
+    /* --respec ID=VAL: a second pipeline with one specialization constant
+     * changed, used by every --groups shape after the first (e.g. a shader
+     * that needs more TLS, to make a queue-owned TLS buffer grow). */
+    VkPipeline pipe2 = VK_NULL_HANDLE;
+    if (have_respec) {
+        int found = 0;
+        for (int k = 0; k < nspecs; k++)
+            if (specs[k].id == respec.id) { data[k] = respec.value; found = 1; }
+        if (!found)
+            fail(2, "--respec %u: the id must also be given with --spec", respec.id);
+        printf("respec.%u=%u\n", respec.id, respec.value);
+        double t1 = now();
+        VKC(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, NULL, &pipe2));
+        printf("compile2_seconds=%.1f\n", now() - t1);
+    }
+
     if (has_stats) {
         PFN_vkGetPipelineExecutablePropertiesKHR gp =
             (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR");
@@ -600,7 +620,7 @@ int main(int argc, char **argv)
                 phase(name);
             }
             VKC(vkBeginCommandBuffer(cb, &cbbi));
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, (g > 0 && pipe2) ? pipe2 : pipe);
             if (nsets)
                 vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, nsets, sets, 0, NULL);
             if (si.has_push_constants)
@@ -675,6 +695,8 @@ int main(int argc, char **argv)
     free(cb_ok);
     vkDestroyCommandPool(dev, pool, NULL);
     vkDestroyPipeline(dev, pipe, NULL);
+    if (pipe2)
+        vkDestroyPipeline(dev, pipe2, NULL);
     vkDestroyDevice(dev, NULL);
     vkDestroyInstance(inst, NULL);
     return end_failed ? 5 : 0;
