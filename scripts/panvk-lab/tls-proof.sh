@@ -51,8 +51,17 @@ for c in "$@"; do
             rc=0
             "$LAB_DIR/native-run.sh" "${flag[@]}" spill_harness "$spv" "${extra[@]}" --cmdbufs "$n" --submit \
                 "${rr[@]+"${rr[@]}"}" >"$log" 2>"$log.err" || rc=$?
-            [ "$rc" = 0 ] || [ "$rc" = 5 ] || { tail -n 5 "$log.err" >&2; die "harness failed ($rc) for $d $label N=$n"; }
             v() { sed -n "s/^$1=//p" "$log" | head -n 1; }
+            if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then
+                # The driver died (stock panvk asserts on some out-of-memory
+                # paths): report what was measured up to there.
+                [ -n "$(v live.before_record)" ] || { tail -n 5 "$log.err" >&2; die "harness failed ($rc) for $d $label N=$n"; }
+                why=$(grep -m1 -o 'Assertion.*failed' "$log.err" || echo "exit $rc")
+                printf '%s\t%s\t%s\t%s\tdriver aborted after %s of %s vkEndCommandBuffer calls (%s failed): %s\n' \
+                    "$d" "$label" "$n" "$rerecord" "$(grep -c '^end_result' "$log")" "$n" \
+                    "$(grep -c '^end_result.*=-[0-9]' "$log")" "$why"
+                continue
+            fi
             base=$(v live.before_record)
             last=$rerecord
             ended=$(v "live.$([ "$last" -gt 0 ] && echo rerecorded || echo ended).0.$last")
