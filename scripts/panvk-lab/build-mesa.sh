@@ -219,8 +219,11 @@ step "ninja -j$JOBS ${#targets[@]} targets (log: $CH/lab/ninja-$variant.log)"
     LANG=C.UTF-8 CCACHE_DIR=/lab/ccache CCACHE_NOHASHDIR=1 CCACHE_BASEDIR=/lab \
     ninja -C "$rel_build" -j"$JOBS" "${targets[@]}" >"$CH/lab/ninja-$variant.log" 2>&1 &
 ninja_pid=$!
+ticks=0
 while kill -0 "$ninja_pid" 2>/dev/null; do
-    sleep 60
+    sleep 5
+    ticks=$((ticks + 1))
+    [ $((ticks % 12)) = 0 ] || continue
     last=$(grep -o '^\[[0-9]*/[0-9]*\]' "$CH/lab/ninja-$variant.log" | tail -n 1 || true)
     kill -0 "$ninja_pid" 2>/dev/null && step "ninja ${last:-starting}"
 done
