@@ -2,7 +2,8 @@
 # Cheap CI check for the panvk lab and the llama.cpp patch series (no
 # downloads, no qemu): shell syntax, the C logger compiles, the series file
 # names existing patches that each touch at least one file, PIN.yaml has its
-# fields. Applying the series needs the 76 MB pinned sdist, so it is not done here.
+# fields. Applying the llama.cpp series needs the 76 MB pinned sdist, so it
+# is not done here; the Mesa series is applied when a cached tree exists.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -27,4 +28,48 @@ done <"$pdir/series"
 for key in filename size sha256 tree; do
     grep -q "^ *$key:" "$pdir/PIN.yaml" || fail "PIN.yaml lacks '$key'"
 done
-echo "panvk-lab check: $n patches in series, scripts OK"
+
+# The Mesa series (patches/mesa): every listed patch exists and is a
+# git format-patch mail (From/Subject, a message body, a diff), every patch
+# file is listed, and, when a cached 26.2 tree is present (MESA_TREE, else
+# build-mesa.sh's stock tree), the series applies to it in order. No
+# download: without a cached tree only the form is checked.
+mdir="$repo/patches/mesa"
+m=0
+if [ -s "$mdir/series" ]; then
+    touched=()
+    while IFS= read -r p || [ -n "$p" ]; do
+        case "$p" in '' | '#'*) continue ;; esac
+        f="$mdir/$p"
+        [ -f "$f" ] || fail "mesa series names $p, which does not exist"
+        head -n 1 "$f" | grep -q '^From [0-9a-f]\{40\} ' || fail "$p is not a git format-patch mail"
+        grep -q '^Subject: \[PATCH' "$f" || fail "$p has no Subject"
+        # a message body: some text between the Subject header block and the '---' line
+        body=$(awk '/^Subject:/ { s = 1; next } s && /^$/ { b = 1; next } b && /^---$/ { exit } b && NF { n++ } END { print n + 0 }' "$f")
+        [ "$body" -ge 3 ] || fail "$p has no commit message body (what, why, how measured)"
+        grep -q '^+++ b/' "$f" || fail "$p has no file changes"
+        while read -r t; do touched+=("$t"); done < <(sed -n 's|^--- a/||p; s|^+++ b/||p' "$f" | grep -v '^/dev/null$')
+        m=$((m + 1))
+    done <"$mdir/series"
+    for f in "$mdir"/*.patch; do
+        [ -e "$f" ] || continue
+        grep -qxF "$(basename "$f")" "$mdir/series" || fail "$(basename "$f") is not listed in patches/mesa/series"
+    done
+    tree="${MESA_TREE:-${MESA_LAB:-/work/mesa-lab}/chroot/lab/src-stock}"
+    if [ -f "$tree/VERSION" ] && command -v git >/dev/null 2>&1; then
+        tmp=$(mktemp -d)
+        trap 'rm -rf "$tmp"' EXIT
+        for t in $(printf '%s\n' "${touched[@]}" | sort -u); do
+            [ -f "$tree/$t" ] || continue   # created by the series
+            mkdir -p "$tmp/$(dirname "$t")"
+            cp "$tree/$t" "$tmp/$t"
+        done
+        while IFS= read -r p || [ -n "$p" ]; do
+            case "$p" in '' | '#'*) continue ;; esac
+            (cd "$tmp" && git apply --whitespace=nowarn "$mdir/$p") ||
+                fail "mesa patch $p does not apply to $tree ($(cat "$tree/VERSION"))"
+        done <"$mdir/series"
+        echo "panvk-lab check: mesa series ($m patches) applies to $tree ($(cat "$tree/VERSION"))"
+    fi
+fi
+echo "panvk-lab check: $n llama.cpp patches, $m mesa patches in series, scripts OK"

@@ -49,7 +49,9 @@ if [ -n "${LAB_MIRROR:-}" ]; then
     mirror="$LAB_MIRROR"
 elif [ "$mirror" = system ]; then
     mirror="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | tr -d ' ' | sed 's:/$::' | head -n 1)"
+        grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | tr -d ' ' | sed 's:/$::' | head -n 1 || true)"
+    # (|| true: a missing /etc/apt/sources.list makes cat fail, and pipefail
+    # would end the script here without a message)
     [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list*; set LAB_MIRROR=URL"
 fi
 [ "${#suites[@]}" -gt 0 ] || die "$PINS: no 'suite' line"

@@ -4,6 +4,7 @@
 #
 #   scripts/panvk-lab/spill-report.sh SHADER.spv [--local X,Y,Z] [--groups X,Y,Z]...
 #        [--spec ID=VAL]... [--dispatches N] [--cmdbufs N] [--row] [--no-cache]
+#   PANVK_LAB_NATIVE=stock|patched  use the native Mesa 26.2 build instead (build-mesa.sh)
 #
 # Prints registers, spills, fills (VK_KHR_pipeline_executable_properties, and
 # BIFROST_MESA_DEBUG=shaderdb as a cross-check), the TLS buffer allocated at
@@ -40,12 +41,25 @@ while [ $# -gt 0 ]; do
 done
 
 CACHE="$(lab_cache_dir)"
-lab_require_ready "$CACHE"
+# PANVK_LAB_NATIVE=stock|patched: run the natively built Mesa 26.2 panvk
+# (build-mesa.sh, native-run.sh) instead of Debian's 26.1.6 under qemu.
+native="${PANVK_LAB_NATIVE:-}"
+driver_id="qemu $(cat "$LAB_DIR/pins.conf")"
+if [ -n "$native" ]; then
+    case "$native" in stock | patched) ;; *) die "PANVK_LAB_NATIVE must be stock or patched" ;; esac
+    so="${MESA_LAB:-/work/mesa-lab}/chroot/lab/build-$native/src/panfrost/vulkan/libvulkan_panfrost.so"
+    [ -f "$so" ] || die "no native $native build ($so); run build-mesa.sh"
+    driver_id="native $native $(sha256sum <"$so")"
+    mkdir -p "$CACHE"
+else
+    lab_require_ready "$CACHE"
+fi
 key=$(
     {
         sha256sum <"$shader"
         printf '%s\n' "${harness_args[@]+"${harness_args[@]}"}"
-        cat "$LAB_DIR/pins.conf" "$LAB_DIR/spill_harness.c" "$LAB_DIR/bolog.c"
+        printf '%s\n' "$driver_id"
+        cat "$LAB_DIR/spill_harness.c" "$LAB_DIR/bolog.c"
     } | sha256sum | cut -c1-32
 )
 dir="$CACHE/reports/$key"
@@ -55,9 +69,17 @@ if [ "$cache" = 0 ] || [ ! -f "$dir/out.txt" ]; then
     mkdir -p "$CACHE/reports"
     tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
     rc=0
-    LAB_ENV="BIFROST_MESA_DEBUG=shaderdb ${LAB_ENV:-}" \
-        "$LAB_DIR/run.sh" "$CACHE/bin/spill_harness" "$shader" "${harness_args[@]+"${harness_args[@]}"}" \
-        >"$tmp/out.txt" 2>"$tmp/stderr.log" || rc=$?
+    if [ -n "$native" ]; then
+        nflag=()
+        [ "$native" = patched ] && nflag=(--patched)
+        LAB_ENV="BIFROST_MESA_DEBUG=shaderdb ${LAB_ENV:-}" \
+            "$LAB_DIR/native-run.sh" "${nflag[@]+"${nflag[@]}"}" spill_harness "$shader" \
+            "${harness_args[@]+"${harness_args[@]}"}" >"$tmp/out.txt" 2>"$tmp/stderr.log" || rc=$?
+    else
+        LAB_ENV="BIFROST_MESA_DEBUG=shaderdb ${LAB_ENV:-}" \
+            "$LAB_DIR/run.sh" "$CACHE/bin/spill_harness" "$shader" "${harness_args[@]+"${harness_args[@]}"}" \
+            >"$tmp/out.txt" 2>"$tmp/stderr.log" || rc=$?
+    fi
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then   # 5 = vkEndCommandBuffer failed: still a result
         tail -n 5 "$tmp/stderr.log" >&2
         rm -rf "$tmp"

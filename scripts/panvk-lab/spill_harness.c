@@ -6,7 +6,17 @@
  * the bolog preload: TLS at vkEndCommandBuffer, WLS per dispatch).
  *
  *   spill_harness SHADER.spv [--local X,Y,Z] [--groups X,Y,Z]... [--spec ID=VAL]...
- *                 [--dispatches N] [--cmdbufs N]
+ *                 [--dispatches N] [--cmdbufs N] [--submit] [--rerecord K]
+ *
+ * --submit submits every command buffer (one vkQueueSubmit each, in order)
+ * after all of them are ended: a driver that sizes scratch at submit time
+ * (rvl's patched panvk) allocates it there (BO phase "submit.I").
+ * --rerecord K then resets each command buffer and records and ends it again,
+ * K times (phase "rerecord.I"; submitted again with --submit): what the
+ * command pool's BO recycling does for reset-and-record-again patterns.
+ * "live.NAME=bytes" lines give the driver's live BO total at each step.
+ * --respec ID=VAL compiles a second pipeline with that constant changed and
+ * uses it for every --groups shape after the first.
  *
  * Each --groups shape (default 1,1,1) gets its own command buffer(s), so one
  * compile answers several dispatch shapes (BO phases "record.I", "end.I").
@@ -268,6 +278,17 @@ static void print_phase(const char *name)
                (unsigned long long)largest, name, (unsigned long long)failures);
 }
 
+static void print_live(const char *name)
+{
+    void (*totals)(uint64_t *, uint64_t *, uint64_t *, uint64_t *) =
+        (void (*)(uint64_t *, uint64_t *, uint64_t *, uint64_t *))dlsym(RTLD_DEFAULT, "bolog_totals");
+    if (!totals)
+        return;
+    uint64_t live, peak, count, failures;
+    totals(&live, &peak, &count, &failures);
+    printf("live.%s=%llu\n", name, (unsigned long long)live);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -292,19 +313,23 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fprintf(stderr, "usage: spill_harness SHADER.spv [--local X,Y,Z] [--groups X,Y,Z] "
-                        "[--spec ID=VAL|ID=f:FLOAT]... [--dispatches N] [--cmdbufs N]\n");
+                        "[--spec ID=VAL|ID=f:FLOAT]... [--dispatches N] [--cmdbufs N] [--submit] [--rerecord K]\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep what was printed if the driver aborts */
     const char *path = argv[1];
     uint32_t local[3] = {0, 0, 0};
     uint32_t groups[16][3];
     uint32_t nshapes = 0;
     int have_local = 0;
-    uint32_t dispatches = 1, cmdbufs = 1;
+    uint32_t dispatches = 1, cmdbufs = 1, rerecord = 0;
+    int submit = 0, have_respec = 0;
+    struct spec respec = {0, 0};
     struct spec specs[MAX_SPECS];
     int nspecs = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--submit")) { submit = 1; continue; }
         if (i + 1 >= argc)
             fail(2, "option %s needs a value", a);
         const char *v = argv[++i];
@@ -314,6 +339,8 @@ int main(int argc, char **argv)
             parse_triple(a, v, groups[nshapes++]);
         }
         else if (!strcmp(a, "--dispatches")) dispatches = parse_u32(a, v);
+        else if (!strcmp(a, "--rerecord")) rerecord = parse_u32(a, v);
+        else if (!strcmp(a, "--respec")) { respec = parse_spec(v); have_respec = 1; }
         else if (!strcmp(a, "--cmdbufs")) cmdbufs = parse_u32(a, v);
         else if (!strcmp(a, "--spec")) {
             if (nspecs == MAX_SPECS) fail(2, "more than %d --spec options", MAX_SPECS);
@@ -324,6 +351,8 @@ int main(int argc, char **argv)
         groups[0][0] = groups[0][1] = groups[0][2] = 1;
         nshapes = 1;
     }
+    if (rerecord > 64)
+        fail(2, "--rerecord must be 0..64");
     if (!dispatches || dispatches > 4096 || !cmdbufs || cmdbufs > 256)
         fail(2, "--dispatches must be 1..4096 and --cmdbufs 1..256");
 
@@ -489,6 +518,22 @@ int main(int argc, char **argv)
     VKC(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, NULL, &pipe));
     printf("compile_seconds=%.1f\n", now() - t0);
 
+    /* --respec ID=VAL: a second pipeline with one specialization constant
+     * changed, used by every --groups shape after the first (e.g. a shader
+     * that needs more TLS, to make a queue-owned TLS buffer grow). */
+    VkPipeline pipe2 = VK_NULL_HANDLE;
+    if (have_respec) {
+        int found = 0;
+        for (int k = 0; k < nspecs; k++)
+            if (specs[k].id == respec.id) { data[k] = respec.value; found = 1; }
+        if (!found)
+            fail(2, "--respec %u: the id must also be given with --spec", respec.id);
+        printf("respec.%u=%u\n", respec.id, respec.value);
+        double t1 = now();
+        VKC(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &cpci, NULL, &pipe2));
+        printf("compile2_seconds=%.1f\n", now() - t1);
+    }
+
     if (has_stats) {
         PFN_vkGetPipelineExecutablePropertiesKHR gp =
             (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR");
@@ -543,7 +588,10 @@ int main(int argc, char **argv)
         vkUpdateDescriptorSets(dev, 1, &wds, 0, NULL);
     }
 
-    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .queueFamilyIndex = qfi};
+    VkCommandPoolCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, .queueFamilyIndex = qfi,
+                                   .flags = rerecord ? VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT : 0};
+    VkQueue queue;
+    vkGetDeviceQueue(dev, qfi, 0, &queue);
     VkCommandPool pool;
     VKC(vkCreateCommandPool(dev, &cpi, NULL, &pool));
     uint32_t ncb = cmdbufs * nshapes;
@@ -554,35 +602,83 @@ int main(int argc, char **argv)
     VKC(vkAllocateCommandBuffers(dev, &cbai, cbs));
     uint8_t zeros[256] = {0};
     int end_failed = 0;
+    uint8_t *cb_ok = calloc(ncb, 1); /* ended successfully: may be submitted */
+    uint32_t end_failures = 0;
     char name[32];
+    print_live("before_record");
     for (uint32_t g = 0; g < nshapes; g++) {
+      for (uint32_t pass = 0; pass <= rerecord; pass++) {
         for (uint32_t c = 0; c < cmdbufs; c++) {
             VkCommandBuffer cb = cbs[g * cmdbufs + c];
             VkCommandBufferBeginInfo cbbi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            snprintf(name, sizeof name, "record.%u", g);
-            phase(name);
+            if (pass) {
+                snprintf(name, sizeof name, "rerecord.%u", g);
+                phase(name);
+                VKC(vkResetCommandBuffer(cb, 0));
+            } else {
+                snprintf(name, sizeof name, "record.%u", g);
+                phase(name);
+            }
             VKC(vkBeginCommandBuffer(cb, &cbbi));
-            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, (g > 0 && pipe2) ? pipe2 : pipe);
             if (nsets)
                 vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, nsets, sets, 0, NULL);
             if (si.has_push_constants)
                 vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_size, zeros);
             for (uint32_t d = 0; d < dispatches; d++)
                 vkCmdDispatch(cb, groups[g][0], groups[g][1], groups[g][2]);
-            snprintf(name, sizeof name, "end.%u", g);
+            snprintf(name, sizeof name, pass ? "rerecord.%u" : "end.%u", g);
             phase(name);
             VkResult r = vkEndCommandBuffer(cb);
-            printf("end_result.%u.%u=%d\n", g, c, (int)r);
-            if (r != VK_SUCCESS) end_failed = 1;
+            if (!pass)
+                printf("end_result.%u.%u=%d\n", g, c, (int)r);
+            else if (r != VK_SUCCESS)
+                printf("rerecord_result.%u.%u.%u=%d\n", g, pass, c, (int)r);
+            cb_ok[g * cmdbufs + c] = r == VK_SUCCESS;
+            if (r != VK_SUCCESS) {
+                end_failed = 1;
+                end_failures++;
+            }
         }
+        snprintf(name, sizeof name, "%s%u.%u", pass ? "rerecorded." : "ended.", g, pass);
+        print_live(name);
+        if (submit) {
+            /* One submit per command buffer, like ggml's graph splits. The
+             * shim executes nothing; nothing waits on these. */
+            snprintf(name, sizeof name, "submit.%u", g);
+            phase(name);
+            for (uint32_t c = 0; c < cmdbufs; c++) {
+                if (!cb_ok[g * cmdbufs + c])
+                    continue; /* invalid after a failed End: not submittable */
+                VkSubmitInfo si_ = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                                    .pCommandBuffers = &cbs[g * cmdbufs + c]};
+                VkResult r = vkQueueSubmit(queue, 1, &si_, VK_NULL_HANDLE);
+                if (r != VK_SUCCESS) {
+                    printf("submit_result.%u.%u.%u=%d\n", g, pass, c, (int)r);
+                    end_failed = 1;
+                }
+            }
+            snprintf(name, sizeof name, "submitted.%u.%u", g, pass);
+            print_live(name);
+        }
+      }
     }
     phase("done");
+    printf("end_failures=%u\n", end_failures);
     print_phase("compile");
     for (uint32_t g = 0; g < nshapes; g++) {
         snprintf(name, sizeof name, "record.%u", g);
         print_phase(name);
         snprintf(name, sizeof name, "end.%u", g);
         print_phase(name);
+        if (submit) {
+            snprintf(name, sizeof name, "submit.%u", g);
+            print_phase(name);
+        }
+        if (rerecord) {
+            snprintf(name, sizeof name, "rerecord.%u", g);
+            print_phase(name);
+        }
     }
     if (bo_stats) {
         void (*totals)(uint64_t *, uint64_t *, uint64_t *, uint64_t *) =
@@ -595,9 +691,12 @@ int main(int argc, char **argv)
         }
     }
     fflush(stdout);
-    /* The command buffers are never submitted: the shim has no GPU behind it. */
+    /* The shim has no GPU behind it: nothing waits for submitted work. */
+    free(cb_ok);
     vkDestroyCommandPool(dev, pool, NULL);
     vkDestroyPipeline(dev, pipe, NULL);
+    if (pipe2)
+        vkDestroyPipeline(dev, pipe2, NULL);
     vkDestroyDevice(dev, NULL);
     vkDestroyInstance(inst, NULL);
     return end_failed ? 5 : 0;
