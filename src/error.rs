@@ -167,24 +167,6 @@ impl From<FetchError> for Error {
     }
 }
 
-/// Transitional: an error that carries its exit status as a number. Being replaced by
-/// [`Error`] variants room by room; do not add new uses.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct Failure {
-    pub code: i32,
-    pub message: String,
-}
-
-/// Transitional, see [`Failure`].
-pub fn fail(code: i32, message: impl Into<String>) -> anyhow::Error {
-    Failure {
-        code,
-        message: message.into(),
-    }
-    .into()
-}
-
 /// The first [`Error`] in an error's chain, if any.
 pub fn find(err: &anyhow::Error) -> Option<&Error> {
     err.chain().find_map(|e| e.downcast_ref::<Error>())
@@ -192,13 +174,7 @@ pub fn find(err: &anyhow::Error) -> Option<&Error> {
 
 /// The exit status an error maps to: its [`Error`]'s, or PROBLEMS for anything untyped.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {
-    if let Some(e) = find(err) {
-        return e.exit_code();
-    }
-    err.chain()
-        .find_map(|e| e.downcast_ref::<Failure>())
-        .map(|f| f.code)
-        .unwrap_or(exit::PROBLEMS)
+    find(err).map(Error::exit_code).unwrap_or(exit::PROBLEMS)
 }
 
 /// The error's kind for the JSON envelope ("other" for anything untyped).

@@ -2,7 +2,7 @@
 //! terminal and never with `NO_COLOR` (https://no-color.org) or `TERM=dumb`, JSON with a
 //! `schema_version` and nothing else on stdout.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// Version of every `--json` document rvl prints. Bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -14,15 +14,6 @@ pub struct Style {
 }
 
 impl Style {
-    /// Decide from the environment whether stdout gets colour.
-    pub fn detect() -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
-        Style {
-            color: !no_color && !dumb && std::io::stdout().is_terminal(),
-        }
-    }
-
     pub fn plain() -> Self {
         Style { color: false }
     }
@@ -153,11 +144,6 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
     Ok(())
-}
-
-/// True when stdin and stderr are terminals, i.e. a person can answer a prompt.
-pub fn can_prompt() -> bool {
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// The last `n` non-blank lines of a tool's output, indented, for an error message.
