@@ -9,22 +9,7 @@ use common::{rvl, Rvl};
 use rvl::exit;
 
 fn vulkan_present() -> bool {
-    let opts = rvl::vulkan::LoadOptions {
-        library: None,
-        app: c"rvl tests",
-    };
-    match rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None)) {
-        Ok(_) => true,
-        Err(e) => {
-            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
-                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
-            }
-            eprintln!(
-                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
-            );
-            false
-        }
-    }
+    common::vulkan_instance().is_some()
 }
 
 /// `rvl smoke-bench --model tiny --no-cpu ARGS`.

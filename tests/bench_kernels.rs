@@ -3,29 +3,16 @@
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the test instead of skipping it.
 #![cfg(feature = "bench")]
 
+mod common;
+
 use rvl::bench::gemm::{compute_once, compute_repeated};
 use rvl::bench::kernels::{catalogue, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
-use rvl::vulkan::{pick_device, Gpu, Instance, LoadOptions};
+use rvl::vulkan::{pick_device, Gpu, Instance};
 
 fn instance() -> Option<Instance> {
-    let opts = LoadOptions {
-        library: None,
-        app: c"rvl tests",
-    };
-    match Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
-        Ok(i) => Some(i),
-        Err(e) => {
-            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
-                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
-            }
-            eprintln!(
-                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
-            );
-            None
-        }
-    }
+    common::vulkan_instance()
 }
 
 /// The device rvl would pick.

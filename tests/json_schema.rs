@@ -74,16 +74,7 @@ fn doctor_documents_follow_the_schema() {
 #[cfg(feature = "bench")]
 #[test]
 fn smoke_bench_documents_follow_the_schema() {
-    let opts = rvl::vulkan::LoadOptions {
-        library: None,
-        app: c"rvl tests",
-    };
-    let usable = rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None));
-    if let Err(e) = usable {
-        if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
-            panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
-        }
-        eprintln!("SKIPPED: no Vulkan device ({e:#})");
+    if common::vulkan_instance().is_none() {
         return;
     }
     let sweep = checked(rvl(&[
@@ -109,6 +100,16 @@ fn smoke_bench_documents_follow_the_schema() {
     assert_eq!(usage["exit_code"], rvl::exit::USAGE);
 }
 
+/// `setup --only kernel --yes --json`: applies on the first run, nothing to do on the second.
+const APPLY: [&str; 6] = [
+    "--board",
+    "boltzmann",
+    "--only",
+    "kernel",
+    "--yes",
+    "--json",
+];
+
 #[test]
 fn setup_documents_follow_the_schema() {
     let fx = Fixture::copy("boltzmann-extlinux");
@@ -119,26 +120,12 @@ fn setup_documents_follow_the_schema() {
     // Not a terminal and no --yes: refused, as an error document.
     let refused = run(&["--board", "boltzmann", "--only", "kernel", "--json"]);
     assert_eq!(refused["error"]["kind"], "not-confirmed");
-    let applied = run(&[
-        "--board",
-        "boltzmann",
-        "--only",
-        "kernel",
-        "--yes",
-        "--json",
-    ]);
+    let applied = run(&APPLY);
     assert_eq!(
         (&applied["mode"], &applied["applied"]),
         (&"apply".into(), &true.into())
     );
-    let again = run(&[
-        "--board",
-        "boltzmann",
-        "--only",
-        "kernel",
-        "--yes",
-        "--json",
-    ]);
+    let again = run(&APPLY);
     assert_eq!(again["applied"], false);
     let status = run(&["--status", "--json"]);
     assert_eq!(status["mode"], "status");

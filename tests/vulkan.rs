@@ -3,30 +3,17 @@
 //! With RVL_REQUIRE_VULKAN=1 (CI) a missing device fails the tests instead of skipping them.
 #![cfg(feature = "bench")]
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
 use rvl::host::{env::Env, gather, GatherOptions, Root};
-use rvl::vulkan::{DeviceInfo, Instance, LoadOptions};
+use rvl::vulkan::DeviceInfo;
 
 /// The bench's view of the devices, or None (skip) when there is no usable device.
 fn bench_devices() -> Option<Vec<DeviceInfo>> {
-    let opts = LoadOptions {
-        library: None,
-        app: c"rvl smoke-bench",
-    };
-    match Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
-        Ok(i) => Some(i.devices.clone()),
-        Err(e) => {
-            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
-                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
-            }
-            eprintln!(
-                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
-            );
-            None
-        }
-    }
+    common::vulkan_instance().map(|i| i.devices.clone())
 }
 
 #[test]

@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn embedded_mesa_series_is_empty() {
-        // patches/mesa holds only its README until a Mesa-side patch exists.
+        // patches/mesa holds only its README until the manifest pins the release the 26.2 series is for.
         assert!(series("mesa", None).unwrap().is_empty());
         let loaded = Series::load(None, &["mesa"]).unwrap();
         assert!(loaded.get("mesa").is_empty() && loaded.get("llama.cpp").is_empty());

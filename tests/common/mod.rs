@@ -9,3 +9,26 @@ pub mod run;
 
 pub use roots::{fixture_dir, fixture_file, setup, Fixture};
 pub use run::{rvl, Output, Rvl};
+
+/// A Vulkan instance with a usable device (lavapipe here and in CI), or `None` after a
+/// SKIPPED line. Under `RVL_REQUIRE_VULKAN=1` (CI) a missing device fails the test instead,
+/// so the Vulkan tests cannot pass vacuously.
+#[cfg(feature = "bench")]
+pub fn vulkan_instance() -> Option<rvl::vulkan::Instance> {
+    let opts = rvl::vulkan::LoadOptions {
+        library: None,
+        app: c"rvl tests",
+    };
+    match rvl::vulkan::Instance::load(&opts).and_then(|i| i.choose(None).map(|_| i)) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            if std::env::var("RVL_REQUIRE_VULKAN").is_ok_and(|v| v == "1") {
+                panic!("RVL_REQUIRE_VULKAN=1 but no Vulkan device is usable: {e:#}");
+            }
+            eprintln!(
+                "SKIPPED: no Vulkan device ({e:#}); set RVL_REQUIRE_VULKAN=1 to make this fail"
+            );
+            None
+        }
+    }
+}
