@@ -77,18 +77,7 @@ fn smoke_bench_documents_follow_the_schema() {
     if common::vulkan_instance().is_none() {
         return;
     }
-    let sweep = checked(rvl(&[
-        "smoke-bench",
-        "--model",
-        "tiny",
-        "--ubatch",
-        "8",
-        "--quick",
-        "--no-cpu",
-        "--precision",
-        "fp32",
-        "--json",
-    ]));
+    let sweep = checked(rvl(common::TINY_BENCH_JSON));
     assert_eq!(sweep["command"], "smoke-bench");
     let probe = checked(rvl(&["smoke-bench", "--probe-limits", "--json"]));
     assert!(probe["runs"].is_array());

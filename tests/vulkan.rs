@@ -62,18 +62,7 @@ fn doctor_json_and_bench_json_carry_the_same_device_objects() {
 
     let out = Command::cargo_bin("rvl")
         .unwrap()
-        .args([
-            "smoke-bench",
-            "--model",
-            "tiny",
-            "--ubatch",
-            "8",
-            "--quick",
-            "--no-cpu",
-            "--precision",
-            "fp32",
-            "--json",
-        ])
+        .args(common::TINY_BENCH_JSON)
         .env_remove(rvl::bench::inject::ENV)
         .output()
         .unwrap();

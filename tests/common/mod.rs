@@ -32,3 +32,17 @@ pub fn vulkan_instance() -> Option<rvl::vulkan::Instance> {
         }
     }
 }
+
+/// The smallest smoke-bench that still sweeps: one fp32 ubatch of the tiny model, as JSON.
+pub const TINY_BENCH_JSON: &[&str] = &[
+    "smoke-bench",
+    "--model",
+    "tiny",
+    "--ubatch",
+    "8",
+    "--quick",
+    "--no-cpu",
+    "--precision",
+    "fp32",
+    "--json",
+];
