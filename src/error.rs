@@ -167,6 +167,28 @@ impl From<FetchError> for Error {
     }
 }
 
+/// Every name [`Error::kind`] gives, as docs/json.md's schema lists them ("other" is the
+/// untyped rest, see [`kind_of`]).
+pub const KINDS: &[&str] = &[
+    "usage",
+    "profile",
+    "manifest",
+    "bad-input",
+    "journal",
+    "unsupported",
+    "needs-root",
+    "io",
+    "download",
+    "locked",
+    "no-vulkan",
+    "not-confirmed",
+    "tool",
+    "step-failed",
+    "rollback-incomplete",
+    "vulkan",
+    "internal",
+];
+
 /// The first [`Error`] in an error's chain, if any.
 pub fn find(err: &anyhow::Error) -> Option<&Error> {
     err.chain().find_map(|e| e.downcast_ref::<Error>())
@@ -194,6 +216,48 @@ mod tests {
         assert_eq!(kind_of(&e), "locked");
         assert_eq!(exit_code_of(&anyhow::anyhow!("plain")), exit::PROBLEMS);
         assert_eq!(kind_of(&anyhow::anyhow!("plain")), "other");
+    }
+
+    #[test]
+    fn kinds_lists_every_variants_kind_exactly() {
+        let vk = || VkError {
+            call: "vkCreateDevice".into(),
+            result: "VK_ERROR_INITIALIZATION_FAILED".into(),
+            injected: false,
+        };
+        let m = || String::from("m");
+        let all = [
+            Error::Usage(m()),
+            Error::Profile(m()),
+            Error::Manifest(m()),
+            Error::BadInput(m()),
+            Error::Journal(m()),
+            Error::Unsupported(m()),
+            Error::NeedsRoot(m()),
+            Error::io("cannot write", "/x", io::Error::other("e")),
+            Error::Fetch(FetchError::Status {
+                url: "https://x".into(),
+                status: 500,
+            }),
+            Error::Locked(m()),
+            Error::NoVulkan(m()),
+            Error::DeviceUnusable {
+                context: m(),
+                source: vk(),
+            },
+            Error::NotConfirmed(m()),
+            Error::Tool(m()),
+            Error::StepFailed(m()),
+            Error::RollbackIncomplete(m()),
+            Error::Vulkan {
+                context: m(),
+                source: vk(),
+            },
+            Error::Internal(m()),
+        ];
+        let mut seen: Vec<&str> = all.iter().map(Error::kind).collect();
+        seen.dedup();
+        assert_eq!(seen, KINDS);
     }
 
     #[test]

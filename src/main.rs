@@ -35,12 +35,11 @@ fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Re
     match r {
         Ok(outcome) => {
             let code = outcome.exit_code();
-            // A closed stdout (`rvl doctor | head -1`) ends the output quietly, as `cat` does:
-            // the reader has what it wanted, and the verb's status still stands.
+            // Write errors are ignored: a closed stdout is not a failure of the verb.
             if json {
                 let _ = output::print_json(&Envelope::new(verb, code, &outcome));
             } else {
-                let _ = std::io::stdout().write_all(outcome.human(settings.style).as_bytes());
+                output::print_text(&outcome.human(settings.style));
             }
             code
         }

@@ -99,20 +99,18 @@ impl ErrorReport {
     pub fn from_error(err: &anyhow::Error) -> Self {
         ErrorReport {
             kind: crate::error::kind_of(err),
-            message: escape_control(&err.to_string()),
-            causes: err
-                .chain()
-                .skip(1)
-                .map(|c| escape_control(&c.to_string()))
-                .collect(),
+            message: err.to_string(),
+            causes: err.chain().skip(1).map(|c| c.to_string()).collect(),
         }
     }
 
-    /// The error for a person: the sentence, then one line per cause.
+    /// The error for a person: the sentence, then one line per cause. Messages quote paths
+    /// and text from the inspected tree, so control bytes are escaped here, for the terminal;
+    /// the JSON document keeps the exact strings.
     pub fn human(&self) -> String {
-        let mut out = format!("rvl: error: {}\n", self.message);
+        let mut out = format!("rvl: error: {}\n", escape_control(&self.message));
         for cause in &self.causes {
-            out.push_str(&format!("  caused by: {cause}\n"));
+            out.push_str(&format!("  caused by: {}\n", escape_control(cause)));
         }
         out
     }
@@ -136,6 +134,13 @@ pub fn escape_control(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Print text on stdout. A closed stdout (`rvl doctor | head -1`) ends the output quietly,
+/// as `cat` does: the reader has what it wanted, and the verb's status still stands.
+pub fn print_text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Print a JSON document on stdout (pretty, one trailing newline).
@@ -164,6 +169,19 @@ mod tests {
     fn control_bytes_are_escaped_but_newlines_kept() {
         assert_eq!(escape_control("a\x1b[31mb\nc"), "a\\u{1b}[31mb\nc");
         assert_eq!(escape_control("plain"), "plain");
+    }
+
+    #[test]
+    fn an_error_is_escaped_for_the_terminal_but_exact_in_json() {
+        let err = anyhow::Error::from(crate::error::Error::Usage("board \x1b]0;pwned\x07".into()))
+            .context("reading \x1b[2Jthe tree");
+        let report = ErrorReport::from_error(&err);
+        assert_eq!(report.message, "reading \x1b[2Jthe tree");
+        assert_eq!(report.causes, ["board \x1b]0;pwned\x07"]);
+        assert_eq!(
+            report.human(),
+            "rvl: error: reading \\u{1b}[2Jthe tree\n  caused by: board \\u{1b}]0;pwned\\u{7}\n"
+        );
     }
 
     #[test]

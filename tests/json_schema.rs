@@ -9,8 +9,8 @@ use common::roots::{artifacts, firmware_bytes, setup, Fixture};
 use common::{fixture_dir, rvl, Rvl};
 use serde_json::Value;
 
-/// The ```json block of docs/json.md, compiled.
-fn schema() -> jsonschema::Validator {
+/// The ```json block of docs/json.md.
+fn schema_json() -> Value {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
         .unwrap();
     let start = doc
@@ -18,8 +18,12 @@ fn schema() -> jsonschema::Validator {
         .expect("docs/json.md has a ```json block")
         + 8;
     let len = doc[start..].find("\n```").expect("the block is closed");
-    let schema: Value = serde_json::from_str(&doc[start..start + len]).expect("the schema is JSON");
-    jsonschema::draft202012::new(&schema).expect("the schema is a valid JSON Schema")
+    serde_json::from_str(&doc[start..start + len]).expect("the schema is JSON")
+}
+
+/// The schema, compiled.
+fn schema() -> jsonschema::Validator {
+    jsonschema::draft202012::new(&schema_json()).expect("the schema is a valid JSON Schema")
 }
 
 /// Run rvl, parse stdout as one JSON document, check it against the schema and against the
@@ -56,6 +60,15 @@ fn the_schema_rejects_a_document_without_the_envelope() {
         "schema_version": 1, "rvl_version": "0.1.0", "command": "doctor", "exit_code": 2,
         "error": {"kind": "usage", "message": "x", "causes": []}
     })));
+}
+
+#[test]
+fn the_schema_names_every_error_kind_rvl_gives() {
+    let schema = schema_json();
+    let listed = &schema["$defs"]["error"]["properties"]["error"]["properties"]["kind"]["enum"];
+    let mut expected: Vec<&str> = rvl::error::KINDS.to_vec();
+    expected.push("other");
+    assert_eq!(listed, &serde_json::json!(expected));
 }
 
 #[test]

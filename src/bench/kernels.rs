@@ -560,7 +560,7 @@ mod tests {
 
     fn mali() -> DeviceInfo {
         let mut dev =
-            crate::vulkan::info::tests_support::device("Mali-G610 MC4", "integrated", "MESA_PANVK");
+            crate::vulkan::info::tests_support::dev(0, "Mali-G610 MC4", "integrated", "MESA_PANVK");
         dev.fp16 = true;
         dev.int8_dot = true;
         dev.max_shared_memory = 32 * 1024;

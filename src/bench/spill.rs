@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn panvk_kernels_get_a_prediction_with_its_source() {
         let mut dev =
-            crate::vulkan::info::tests_support::device("Mali-G610", "integrated-gpu", "MESA_PANVK");
+            crate::vulkan::info::tests_support::dev(0, "Mali-G610", "integrated-gpu", "MESA_PANVK");
         let d = diagnose(
             &dev,
             "fp32",

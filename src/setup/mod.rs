@@ -31,7 +31,7 @@ use crate::host::{self, Root};
 use crate::manifest::Manifest;
 use crate::profile::Profiles;
 use crate::settings::{RvlVars, Settings};
-use crate::{cli, fetch};
+use crate::{cli, fetch, output};
 use outcome::{ApplyReport, Place, PlanReport, RollbackReport, SetupOutcome, StatusReport};
 
 /// Run `rvl setup` in the mode its flags name. What it prints on the way (the plan before the
@@ -142,10 +142,11 @@ impl<'a> Run<'a> {
             return Ok(SetupOutcome::Apply(report));
         }
         if !self.args.json {
-            print!(
-                "{}",
-                render::plan_text(&report.plan, &self.place.desc, self.settings.style)
-            );
+            output::print_text(&render::plan_text(
+                &report.plan,
+                &self.place.desc,
+                self.settings.style,
+            ));
         }
         confirm(self.args.yes, self.settings)?;
         let fetch_opts = fetch::Options {

@@ -183,10 +183,6 @@ pub(crate) mod tests_support {
             ..Default::default()
         }
     }
-
-    pub fn device(name: &str, kind: &str, driver_id: &str) -> DeviceInfo {
-        dev(0, name, kind, driver_id)
-    }
 }
 
 #[cfg(test)]
