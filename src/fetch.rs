@@ -9,7 +9,7 @@
 //! the next run (its bytes are checked by the same sha256 at the end).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,14 +33,8 @@ pub struct Request {
     pub max_size: u64,
 }
 
-/// How progress is shown (always on stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// A progress bar on a terminal, one line at start and end otherwise.
-    Auto,
-    /// Nothing (tests, `--json` callers that report themselves).
-    Quiet,
-}
+/// How progress is shown (always on stderr); decided by [`crate::settings::Settings`].
+pub use crate::settings::Progress;
 
 /// Network behaviour. The defaults suit a board on a slow link.
 #[derive(Debug, Clone)]
@@ -62,7 +56,7 @@ impl Default for Options {
             stall_timeout: Duration::from_secs(60),
             attempts: 4,
             backoff: Duration::from_secs(2),
-            progress: Progress::Auto,
+            progress: Progress::Lines,
         }
     }
 }
@@ -555,7 +549,7 @@ struct Bar {
 impl Bar {
     fn new(mode: Progress, url: &str, size: Option<u64>) -> Self {
         let label = url.rsplit('/').next().unwrap_or(url).to_string();
-        let bar = (mode == Progress::Auto && io::stderr().is_terminal()).then(|| {
+        let bar = (mode == Progress::Bar).then(|| {
             let bar = match size {
                 Some(s) => indicatif::ProgressBar::new(s),
                 None => indicatif::ProgressBar::new_spinner(),
@@ -570,7 +564,7 @@ impl Bar {
             bar.set_message(label.clone());
             bar
         });
-        if mode == Progress::Auto && bar.is_none() {
+        if mode.shown() && bar.is_none() {
             match size {
                 Some(s) => eprintln!("downloading {url} ({s} bytes)"),
                 None => eprintln!("downloading {url}"),
@@ -582,7 +576,7 @@ impl Bar {
     fn start(&self, offset: u64) {
         if let Some(bar) = &self.bar {
             bar.set_position(offset);
-        } else if self.mode == Progress::Auto && offset > 0 {
+        } else if self.mode.shown() && offset > 0 {
             eprintln!("resuming {} at byte {offset}", self.label);
         }
     }
@@ -596,7 +590,7 @@ impl Bar {
     fn note(&self, msg: &str) {
         match &self.bar {
             Some(bar) => bar.println(msg),
-            None if self.mode == Progress::Auto => eprintln!("{msg}"),
+            None if self.mode.shown() => eprintln!("{msg}"),
             None => {}
         }
     }
@@ -604,7 +598,7 @@ impl Bar {
     fn finish(&self, size: u64) {
         match &self.bar {
             Some(bar) => bar.finish_and_clear(),
-            None if self.mode == Progress::Auto => {
+            None if self.mode.shown() => {
                 eprintln!("downloaded {}: {size} bytes, sha256 ok", self.label)
             }
             None => {}

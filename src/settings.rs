@@ -93,6 +93,34 @@ impl Settings {
     pub fn progress(&self, json: bool) -> bool {
         self.terminal.stderr || !json
     }
+
+    /// How long work (downloads, builds) reports on stderr: a redrawn bar only on a terminal,
+    /// where it cannot garble a log; plain lines where [`Settings::progress`] allows them.
+    pub fn progress_style(&self, json: bool) -> Progress {
+        match (self.terminal.stderr, self.progress(json)) {
+            (true, _) => Progress::Bar,
+            (false, true) => Progress::Lines,
+            (false, false) => Progress::Quiet,
+        }
+    }
+}
+
+/// Progress reporting for long work, decided once from the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A progress bar redrawn on stderr (a terminal).
+    Bar,
+    /// One line when a stage starts and ends (a log file or pipe).
+    Lines,
+    /// Nothing (tests, `--json` runs without a terminal).
+    Quiet,
+}
+
+impl Progress {
+    /// Whether anything at all is reported.
+    pub fn shown(self) -> bool {
+        self != Progress::Quiet
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +134,10 @@ mod tests {
         assert!(!s.progress(true));
         s.terminal.stderr = true;
         assert!(s.progress(true));
+        assert_eq!(s.progress_style(true), Progress::Bar);
+        s.terminal.stderr = false;
+        assert_eq!(s.progress_style(false), Progress::Lines);
+        assert_eq!(s.progress_style(true), Progress::Quiet);
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
                 dir.display()
             ))
         })?;
-    if progress == Progress::Auto {
+    if progress.shown() {
         eprintln!("{what} ({} bytes)", req.size);
     }
     let out = run(&python, &download_args(&req.pip.requirement, work.path()))?;
@@ -93,7 +93,7 @@ pub fn download(req: &Request, dest: &Path, progress: Progress) -> anyhow::Resul
     std::fs::rename(&got, dest)
         .and_then(|()| sync_parent(dest))
         .map_err(|e| failed(format!("cannot move {} into place: {e}", dest.display())))?;
-    if progress == Progress::Auto {
+    if progress.shown() {
         eprintln!("{what}: {} bytes, sha256 ok", req.size);
     }
     Ok(dest.to_path_buf())

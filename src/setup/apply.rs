@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::fetch;
 use crate::host::Root;
 use crate::manifest::Origin;
+use crate::settings::Progress;
 
 /// Where a tool is looked for inside a non-live root (as PATH would find it there).
 const ROOT_PATH: &[&str] = &[
@@ -115,18 +116,18 @@ pub fn apply(
     plan: &Plan,
     cache: &Cache,
     patches: &Series,
-    quiet: bool,
+    progress: Progress,
 ) -> anyhow::Result<Outcome> {
     let names = plan.step_names();
     let mut txn = Txn::begin(root, &names)?;
     for step in &plan.steps {
-        if !quiet {
+        if progress.shown() {
             eprintln!("== {}: {}", step.step, step.summary);
         }
         let result = step
             .actions
             .iter()
-            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, patches, quiet));
+            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, patches, progress));
         if let Err(err) = result {
             let id = txn.id().to_string();
             return match txn.abort() {
@@ -153,7 +154,7 @@ fn run_action(
     action: &Action,
     cache: &Cache,
     patches: &Series,
-    quiet: bool,
+    progress: Progress,
 ) -> anyhow::Result<()> {
     match action {
         Action::WriteFile {
@@ -216,7 +217,7 @@ fn run_action(
                 prefix,
                 options,
             };
-            build_source(txn, step, &spec, &tarball, patches.get(project), quiet)
+            build_source(txn, step, &spec, &tarball, patches.get(project), progress)
         }
         Action::InstallPrebuilt { sha256, prefix, .. } => {
             let archive_path = cached(cache, sha256)?.clone();
@@ -362,7 +363,7 @@ fn build_source(
     s: &SourceSpec,
     tarball: &Path,
     series: &[Patch],
-    quiet: bool,
+    progress: Progress,
 ) -> anyhow::Result<()> {
     let state = StateDir::new(txn.root());
     let label = format!("{}-{}", s.project, s.version);
@@ -376,7 +377,7 @@ fn build_source(
     txn.ensure_parent(s.prefix, step)?;
     let result = (|| {
         builder::check_tools(&[s.system])?;
-        if !quiet {
+        if progress.shown() {
             eprintln!("{label}: unpacking {}", tarball.display());
         }
         archive::unpack(tarball, &work.join("src"))?;
@@ -401,7 +402,7 @@ fn build_source(
             destdir: stage.clone(),
             options: s.options.to_vec(),
             log: log_path.clone(),
-            quiet,
+            progress,
             deps_hint: steps::build_deps(s.project).to_string(),
         };
         b.run(&label)?;

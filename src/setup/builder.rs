@@ -5,12 +5,13 @@
 //! its last lines.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, IsTerminal, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::error::Error;
 use crate::manifest::BuildSystem;
+use crate::settings::Progress;
 
 /// One build.
 #[derive(Debug, Clone)]
@@ -27,7 +28,7 @@ pub struct Build {
     /// Extra configure arguments (`-Dvulkan-drivers=panfrost`, `-DGGML_VULKAN=ON`).
     pub options: Vec<String>,
     pub log: PathBuf,
-    pub quiet: bool,
+    pub progress: Progress,
     /// Shown when configure fails: what the project needs installed.
     pub deps_hint: String,
 }
@@ -155,7 +156,7 @@ impl Build {
         log: &mut File,
     ) -> anyhow::Result<()> {
         let _ = writeln!(log, "== {phase}: {}", argv.join(" "));
-        let bar = (!self.quiet && io::stderr().is_terminal()).then(|| {
+        let bar = (self.progress == Progress::Bar).then(|| {
             let bar = indicatif::ProgressBar::new(0);
             if let Ok(style) =
                 indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
@@ -165,7 +166,7 @@ impl Build {
             bar.set_message(format!("{label}: {phase}"));
             bar
         });
-        if bar.is_none() && !self.quiet {
+        if bar.is_none() && self.progress.shown() {
             eprintln!("{label}: {phase} (log: {})", self.log.display());
         }
         let mut child = Command::new(&argv[0])
@@ -250,7 +251,7 @@ mod tests {
             destdir: "/d".into(),
             options: vec!["-Dvulkan-drivers=panfrost".into()],
             log: "/l".into(),
-            quiet: true,
+            progress: Progress::Quiet,
             deps_hint: String::new(),
         };
         let cmds = b.commands();
@@ -273,7 +274,7 @@ mod tests {
             destdir: d.path().join("dest"),
             options: vec![],
             log: d.path().join("build.log"),
-            quiet: true,
+            progress: Progress::Quiet,
             deps_hint: "sudo apt install x".into(),
         };
         if which::which("meson").is_err() {

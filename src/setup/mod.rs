@@ -149,12 +149,13 @@ impl<'a> Run<'a> {
             ));
         }
         confirm(self.args.yes, self.settings)?;
+        let progress = self.settings.progress_style(self.args.json);
         let fetch_opts = fetch::Options {
-            progress: fetch::Progress::Auto,
+            progress,
             ..fetch_options(&self.settings.vars)
         };
         let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
-        let done = apply::apply(&self.root, &report.plan, &cache, &self.series, false)?;
+        let done = apply::apply(&self.root, &report.plan, &cache, &self.series, progress)?;
         report.applied = true;
         report.outcome = Some(done);
         report.remaining = Some(self.plan()?.step_names());
