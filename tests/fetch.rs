@@ -206,41 +206,37 @@ fn stalled_body_times_out_and_leaves_nothing() {
     assert_empty(dir.path());
 }
 
-#[test]
-fn announced_oversize_is_refused_before_reading() {
+/// Download a body of `len` bytes, served by `reply`, with a cap of `max_size`; the error it
+/// must end in, having left nothing behind.
+fn oversize_download(len: usize, reply: fn(Vec<u8>) -> Reply, max_size: u64) -> FetchError {
     let srv = Server::start();
-    let data = body(10_000);
-    let url = srv.route("/big", Reply::Body(data.clone()));
+    let data = body(len);
+    let url = srv.route("/big", reply(data.clone()));
     let dir = tempfile::tempdir().unwrap();
     let r = Request {
         url,
         sha256: sha256_hex(&data),
         size: None,
-        max_size: 4096,
+        max_size,
     };
     let err = fetch::download(&r, &dir.path().join("big"), &opts()).unwrap_err();
+    assert_empty(dir.path());
+    err
+}
+
+#[test]
+fn announced_oversize_is_refused_before_reading() {
+    let err = oversize_download(10_000, Reply::Body, 4096);
     assert!(
         matches!(err, FetchError::TooLarge { limit: 4096, .. }),
         "{err}"
     );
-    assert_empty(dir.path());
 }
 
 #[test]
 fn unannounced_oversize_is_cut_off_while_streaming() {
-    let srv = Server::start();
-    let data = body(200_000);
-    let url = srv.route("/big", Reply::Unannounced(data.clone()));
-    let dir = tempfile::tempdir().unwrap();
-    let r = Request {
-        url,
-        sha256: sha256_hex(&data),
-        size: None,
-        max_size: 100_000,
-    };
-    let err = fetch::download(&r, &dir.path().join("big"), &opts()).unwrap_err();
+    let err = oversize_download(200_000, Reply::Unannounced, 100_000);
     assert!(matches!(err, FetchError::TooLarge { .. }), "{err}");
-    assert_empty(dir.path());
 }
 
 #[test]
