@@ -25,6 +25,22 @@ pub enum Command {
     Setup(SetupArgs),
     /// Measure Vulkan GEMM at llama.cpp's prefill shapes against the CPU
     SmokeBench(BenchArgs),
+    /// Print shell completions or the man page (the .deb ships both)
+    Generate {
+        #[command(subcommand)]
+        what: GenerateWhat,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenerateWhat {
+    /// A completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page, rvl.1, in roff
+    Man,
 }
 
 impl Command {
@@ -34,6 +50,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Setup(_) => "setup",
             Command::SmokeBench(_) => "smoke-bench",
+            Command::Generate { .. } => "generate",
         }
     }
 
@@ -43,6 +60,7 @@ impl Command {
             Command::Doctor(a) => a.json,
             Command::Setup(a) => a.json,
             Command::SmokeBench(a) => a.json,
+            Command::Generate { .. } => false,
         }
     }
 }

@@ -27,3 +27,20 @@ pub const NOT_CONFIRMED: i32 = 9;
 pub const ROLLBACK_INCOMPLETE: i32 = 10;
 /// Internal error (a bug). Panics are mapped here too instead of Rust's default 101.
 pub const INTERNAL: i32 = 70;
+
+/// Every status with a one-line meaning, for the man page; a test keeps it in step with the
+/// constants above and with README.md's table.
+pub const TABLE: &[(i32, &str)] = &[
+    (OK, "success: no failing check / setup applied or had nothing to do / benchmark ran"),
+    (PROBLEMS, "doctor: a check failed; setup: a step failed and was rolled back; smoke-bench: a kernel gave a wrong result or a Vulkan call failed"),
+    (USAGE, "usage error"),
+    (BAD_INPUT, "bad input file (profile, manifest, saved result, journal)"),
+    (PERMISSION, "needs root, or permission denied"),
+    (UNSUPPORTED, "unsupported board for this action"),
+    (DOWNLOAD, "download or checksum verification failed; nothing installed"),
+    (LOCKED, "another rvl run holds the lock"),
+    (NO_VULKAN, "no usable Vulkan device"),
+    (NOT_CONFIRMED, "setup not confirmed (no terminal and no --yes, or declined)"),
+    (ROLLBACK_INCOMPLETE, "a step failed and rollback was incomplete (see rvl setup --status)"),
+    (INTERNAL, "internal error (a bug)"),
+];

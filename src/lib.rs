@@ -13,6 +13,7 @@ pub mod error;
 pub mod exit;
 pub mod fetch;
 pub mod firmware;
+pub mod generate;
 pub mod host;
 pub mod icd;
 pub mod inventory;

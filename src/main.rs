@@ -26,6 +26,12 @@ fn main() {
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }
+        cli::Command::Generate { what } => {
+            match rvl::generate::run(what, &mut std::io::stdout().lock()) {
+                Ok(()) => exit::OK,
+                Err(err) => report_error(verb, json, &err),
+            }
+        }
     };
     std::process::exit(code);
 }
