@@ -25,6 +25,8 @@ pub enum Command {
     Setup(SetupArgs),
     /// Measure Vulkan GEMM at llama.cpp's prefill shapes against the CPU
     SmokeBench(BenchArgs),
+    /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
+    Report(ReportArgs),
     /// Print shell completions or the man page (the .deb ships both)
     Generate {
         #[command(subcommand)]
@@ -50,6 +52,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Setup(_) => "setup",
             Command::SmokeBench(_) => "smoke-bench",
+            Command::Report(_) => "report",
             Command::Generate { .. } => "generate",
         }
     }
@@ -60,6 +63,7 @@ impl Command {
             Command::Doctor(a) => a.json,
             Command::Setup(a) => a.json,
             Command::SmokeBench(a) => a.json,
+            Command::Report(a) => a.json,
             Command::Generate { .. } => false,
         }
     }
@@ -155,6 +159,32 @@ pub struct SetupArgs {
     /// Show what setup has applied and whether a run was interrupted
     #[arg(long)]
     pub status: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// Write the bundle here [default: rvl-report-<date>-<time>.tar.gz]
+    #[arg(long, short = 'o', value_name = "FILE.tar.gz")]
+    pub output: Option<PathBuf>,
+
+    /// Keep host names and MAC addresses (filtered out by default)
+    #[arg(long)]
+    pub full: bool,
+
+    /// Include this smoke-bench result (a file saved with `smoke-bench --save`)
+    #[arg(long, value_name = "FILE")]
+    pub bench: Option<PathBuf>,
+
+    /// Do not load the Vulkan loader for the doctor part
+    #[arg(long)]
+    pub no_vulkan: bool,
+
+    /// Print JSON only (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

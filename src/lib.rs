@@ -21,6 +21,7 @@ pub mod kernelcfg;
 pub mod manifest;
 pub mod output;
 pub mod profile;
+pub mod report;
 pub mod settings;
 pub mod setup;
 pub mod vulkan;

@@ -26,6 +26,9 @@ fn main() {
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }
+        cli::Command::Report(args) => {
+            finish(verb, json, &settings, rvl::report::run(args, &settings))
+        }
         cli::Command::Generate { what } => {
             match rvl::generate::run(what, &mut std::io::stdout().lock()) {
                 Ok(()) => exit::OK,

@@ -137,3 +137,23 @@ fn setup_documents_follow_the_schema() {
     let unknown = run(&["--only", "kernal", "--json"]);
     assert_eq!(unknown["error"]["kind"], "usage");
 }
+
+#[test]
+fn report_documents_follow_the_schema() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    let out = fx.parent().join("bug.tar.gz");
+    let doc = checked(
+        rvl(&["report", "--no-vulkan", "--json", "-o"])
+            .arg(&out)
+            .root(&fx),
+    );
+    assert_eq!(doc["command"], "report");
+    assert!(!doc["files"].as_array().unwrap().is_empty(), "{doc}");
+    let missing = fx.parent().join("no-such-dir/bug.tar.gz");
+    let refused = checked(
+        rvl(&["report", "--no-vulkan", "--json", "-o"])
+            .arg(&missing)
+            .root(&fx),
+    );
+    assert_eq!(refused["error"]["kind"], "usage");
+}

@@ -149,28 +149,7 @@ impl Root {
     /// Whole file, at most `cap` bytes (larger files are an error, not a truncation).
     pub fn read_capped(&self, in_root: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
         let path = self.resolve(in_root.as_ref())?;
-        // O_NONBLOCK so a FIFO planted where a file belongs cannot hang the open; then only
-        // regular files are read (every sysfs, procfs and config file is one).
-        let mut file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(&path)?;
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::other(format!(
-                "{} is not a regular file",
-                in_root.as_ref().display()
-            )));
-        }
-        let mut buf = Vec::new();
-        file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
-        if buf.len() as u64 > cap {
-            return Err(io::Error::other(format!(
-                "{} is larger than {} bytes",
-                in_root.as_ref().display(),
-                cap
-            )));
-        }
-        Ok(buf)
+        read_file_capped_as(&path, in_root.as_ref(), cap)
     }
 
     /// Whole file (capped at 16 MiB: sysfs, config and JSON files are tiny).
@@ -238,6 +217,39 @@ fn push_components(
             Component::Normal(n) => queue.push_back(n.to_os_string()),
         }
     }
+}
+
+/// A whole file named outside any root (`--manifest`, `--compare`, `--bench`), at most `cap`
+/// bytes, with the same guards as [`Root::read_capped`]: a FIFO or device cannot hang or
+/// flood the read.
+pub fn read_file_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_file_capped_as(path, path, cap)
+}
+
+/// Read `path`, naming it `shown` in errors.
+fn read_file_capped_as(path: &Path, shown: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    // O_NONBLOCK so a FIFO planted where a file belongs cannot hang the open; then only
+    // regular files are read (every sysfs, procfs and config file is one).
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            shown.display()
+        )));
+    }
+    let mut buf = Vec::new();
+    file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(io::Error::other(format!(
+            "{} is larger than {} bytes",
+            shown.display(),
+            cap
+        )));
+    }
+    Ok(buf)
 }
 
 #[cfg(test)]

@@ -1,0 +1,310 @@
+//! `rvl report`: one file to attach to a bug report. It runs the doctor (full inventory) and
+//! setup's `--status` in-process, collects the kernel log lines, boot and ICD files, setup's
+//! journal and build-log tails through the root, filters out host names and MAC addresses
+//! (unless `--full`) and writes a `.tar.gz` atomically. The environment is never taken whole:
+//! only the Vulkan/XDG variables doctor reads, and only on the live system.
+
+mod archive;
+mod collect;
+pub mod redact;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use serde::Serialize;
+
+use crate::cli::{self, ReportArgs};
+use crate::error::Error;
+use crate::host::Root;
+use crate::output::{Envelope, Outcome, Style};
+use crate::settings::Settings;
+use collect::{Collection, Skipped};
+use redact::Redactor;
+
+/// Variables of the process environment a report may carry (HOME and the rest never).
+const ENV_KEPT: &[&str] = &[
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_DIRS",
+    "VK_DRIVER_FILES",
+    "VK_ICD_FILENAMES",
+    "VK_ADD_DRIVER_FILES",
+    "VK_LOADER_DRIVERS_SELECT",
+    "VK_LOADER_DRIVERS_DISABLE",
+    "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
+];
+
+#[derive(Debug, Serialize)]
+pub struct ReportOutcome {
+    /// The archive written.
+    pub output: PathBuf,
+    pub files: Vec<FileEntry>,
+    pub skipped: Vec<Skipped>,
+    /// False unless `--full`: host names and MAC addresses were replaced.
+    pub full: bool,
+    pub redacted: Redacted,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileEntry {
+    pub name: String,
+    pub source: String,
+    pub bytes: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Redacted {
+    pub hostnames: usize,
+    pub macs: usize,
+}
+
+pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutcome> {
+    let root = Root::open_dir(&args.system.root)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(default_name()));
+    archive::check_writable(&output)?;
+
+    let mut c = Collection::default();
+    c.add(
+        "doctor.json",
+        "rvl doctor --json",
+        verb_json(args, settings, "doctor")?,
+    );
+    c.add(
+        "setup-status.json",
+        "rvl setup --status --json",
+        verb_json(args, settings, "setup")?,
+    );
+    collect::system_files(&root, &mut c);
+    collect::kernel_log(&root, &mut c);
+    collect::setup_files(&root, crate::setup::journal::STATE_DIR, &mut c);
+    environment(&root, settings, &mut c);
+    if let Some(bench) = &args.bench {
+        collect::outside_file(bench, "smoke-bench.json", &mut c);
+    } else {
+        c.skip(
+            "smoke-bench result",
+            "none given (--bench FILE, a file saved with smoke-bench --save)",
+        );
+    }
+
+    let redactor = if args.full {
+        Redactor::full()
+    } else {
+        Redactor::new(hostnames(&root))
+    };
+    let mut redactor = redactor.with_home(settings.env.get("HOME"));
+    let files: Vec<(String, Vec<u8>)> = c
+        .items
+        .iter()
+        .map(|i| {
+            let text = String::from_utf8_lossy(&i.data);
+            (i.name.clone(), redactor.redact(&text).into_bytes())
+        })
+        .collect();
+    archive::write_tar_gz(&output, &files)?;
+    Ok(ReportOutcome {
+        output,
+        files: c
+            .items
+            .iter()
+            .zip(&files)
+            .map(|(i, (_, data))| FileEntry {
+                name: i.name.clone(),
+                source: i.source.clone(),
+                bytes: data.len(),
+            })
+            .collect(),
+        skipped: c.skipped,
+        full: args.full,
+        redacted: Redacted {
+            hostnames: redactor.hostnames_replaced,
+            macs: redactor.macs_replaced,
+        },
+    })
+}
+
+/// Another verb's `--json` document, produced in-process with the same root and settings.
+/// Parsed through the real CLI so its options stay the verb's own.
+fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Result<Vec<u8>> {
+    let root = args.system.root.as_os_str().to_owned();
+    let mut argv: Vec<std::ffi::OsString> = vec!["rvl".into(), verb.into(), "--json".into()];
+    argv.extend(["--root".into(), root]);
+    if let Some(p) = &args.system.profiles {
+        argv.extend(["--profiles".into(), p.as_os_str().to_owned()]);
+    }
+    if let Some(b) = &args.system.board {
+        argv.extend(["--board".into(), b.into()]);
+    }
+    match verb {
+        "doctor" if args.no_vulkan => argv.push("--no-vulkan".into()),
+        "setup" => argv.push("--status".into()),
+        _ => {}
+    }
+    let parsed = cli::Cli::try_parse_from(argv).map_err(|e| {
+        Error::Internal(format!("report could not build the {verb} arguments: {e}"))
+    })?;
+    let doc = match &parsed.command {
+        cli::Command::Doctor(a) => keep_listed_env(to_json(verb, crate::doctor::run(a, settings))),
+        cli::Command::Setup(a) => to_json(verb, crate::setup::run(a, settings)),
+        _ => unreachable!("only doctor and setup are run by report"),
+    };
+    Ok(doc)
+}
+
+/// A verb's result as its envelope; an error becomes the error envelope, as under `--json`.
+fn to_json<O: Outcome>(verb: &str, r: anyhow::Result<O>) -> Vec<u8> {
+    let doc = match r {
+        Ok(o) => serde_json::to_vec_pretty(&Envelope::new(verb, o.exit_code(), &o)),
+        Err(e) => {
+            let code = crate::error::exit_code_of(&e);
+            let body = crate::output::ErrorBody {
+                error: crate::output::ErrorReport::from_error(&e),
+            };
+            serde_json::to_vec_pretty(&Envelope::new(verb, code, &body))
+        }
+    };
+    let mut doc = doc.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}").into_bytes());
+    doc.push(b'\n');
+    doc
+}
+
+/// The doctor's inventory lists every variable it read (HOME among them); the report keeps
+/// only [`ENV_KEPT`].
+fn keep_listed_env(doc: Vec<u8>) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&doc) else {
+        return doc;
+    };
+    if let Some(vars) = v
+        .pointer_mut("/inventory/env")
+        .and_then(|e| e.as_object_mut())
+    {
+        vars.retain(|k, _| ENV_KEPT.contains(&k.as_str()));
+    }
+    let mut out = serde_json::to_vec_pretty(&v).unwrap_or(doc);
+    out.push(b'\n');
+    out
+}
+
+/// The Vulkan/XDG variables, live only: under `--root` the process environment is this
+/// host's, not the image's, and would mislead.
+fn environment(root: &Root, settings: &Settings, c: &mut Collection) {
+    if !root.is_live() {
+        return c.skip(
+            "environment",
+            "not the image's: rvl runs on another system (--root)",
+        );
+    }
+    let mut text = String::new();
+    for name in ENV_KEPT {
+        if let Some(v) = settings.env.get(name) {
+            text.push_str(&format!("{name}={v}\n"));
+        }
+    }
+    c.add(
+        "environment",
+        "the Vulkan and XDG variables of this process",
+        text.into_bytes(),
+    );
+}
+
+/// The names the system calls itself.
+fn hostnames(root: &Root) -> Vec<String> {
+    ["/etc/hostname", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|p| root.read_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .collect()
+}
+
+/// `rvl-report-YYYYMMDD-HHMMSS.tar.gz` in the current directory (UTC).
+fn default_name() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "rvl-report-{y:04}{m:02}{d:02}-{:02}{:02}{:02}.tar.gz",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+impl Outcome for ReportOutcome {
+    fn exit_code(&self) -> i32 {
+        crate::exit::OK
+    }
+
+    fn human(&self, _style: Style) -> String {
+        use crate::output::escape_control as esc;
+        let mut out = format!(
+            "wrote {} ({} files)\n",
+            esc(&self.output.display().to_string()),
+            self.files.len()
+        );
+        let width = self.files.iter().map(|f| f.name.len()).max().unwrap_or(0);
+        for f in &self.files {
+            out.push_str(&format!(
+                "  {:width$}  {:>8} B  {}\n",
+                esc(&f.name),
+                f.bytes,
+                esc(&f.source)
+            ));
+        }
+        if !self.skipped.is_empty() {
+            out.push_str("not included:\n");
+            for s in &self.skipped {
+                out.push_str(&format!("  {}: {}\n", esc(&s.what), esc(&s.why)));
+            }
+        }
+        out.push_str(&if self.full {
+            "--full: host names and MAC addresses were kept\n".to_string()
+        } else {
+            format!(
+                "filtered: {} host name(s), {} MAC address(es) replaced; no environment but the Vulkan/XDG variables\n",
+                self.redacted.hostnames, self.redacted.macs
+            )
+        });
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_are_right_at_the_edges() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_789), (2026, 12, 2));
+    }
+
+    #[test]
+    fn default_name_is_a_timestamped_tarball() {
+        let n = default_name();
+        assert!(
+            n.starts_with("rvl-report-") && n.ends_with(".tar.gz"),
+            "{n}"
+        );
+        assert_eq!(n.len(), "rvl-report-20261202-221000.tar.gz".len());
+    }
+}
