@@ -428,6 +428,13 @@ fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
     fsops::remove_debris(root, at)?;
     let now = fsops::probe(root, at)?;
     match &e.before {
+        // Checked at load too; asked again here because only now is it known what is there.
+        Before::Absent if !journal_check::may_delete(&e.path, matches!(now, Node::Link(_))) => {
+            Err(io::Error::other(format!(
+                "not removed: setup did not create what is at {} now",
+                e.path
+            )))
+        }
         Before::Absent => match now {
             Node::Dir => fsops::remove_tree(root, at),
             Node::Missing => Ok(()),

@@ -18,8 +18,11 @@ use crate::error::Error;
 pub enum Touch {
     /// An ancestor directory of such paths: setup may create it, and remove it when empty.
     Dir,
-    /// A system file setup edits (or a link it repoints): rollback may restore it, never delete it.
+    /// A system file setup edits: rollback may restore it, never delete it.
     Edits,
+    /// A boot link setup repoints or creates (Armbian's `/boot/Image`): rollback may delete it
+    /// only while it is still a link ([`may_delete`]).
+    Link,
     /// A file or tree setup creates: rollback may delete it.
     Owns,
 }
@@ -73,7 +76,9 @@ pub fn touches(path: &str) -> Option<Touch> {
         } else {
             None
         }
-    } else if edited_files.contains(&path) || paths::ARMBIAN_BOOT_LINKS.contains(&path) {
+    } else if paths::ARMBIAN_BOOT_LINKS.contains(&path) {
+        Some(Touch::Link)
+    } else if edited_files.contains(&path) {
         Some(Touch::Edits)
     } else if direct("/boot/") && name.starts_with("initrd.img-") {
         // update-initramfs regenerates it for the firmware step (and creates it if missing).
@@ -121,11 +126,11 @@ fn entry(id: &str, e: &mut Entry) -> Result<(), String> {
         return Err(format!("`{}` is not a path setup changes", e.path));
     };
     match &mut e.before {
-        Before::Absent if touch != Touch::Owns => Err(format!(
+        Before::Absent if !matches!(touch, Touch::Owns | Touch::Link) => Err(format!(
             "`{}` was recorded as created by setup, but setup never creates it (rollback would delete it)",
             e.path
         )),
-        Before::AbsentDir if touch == Touch::Edits => Err(format!(
+        Before::AbsentDir if matches!(touch, Touch::Edits | Touch::Link) => Err(format!(
             "`{}` was recorded as a directory setup created; it is a file setup edits",
             e.path
         )),
@@ -148,6 +153,16 @@ fn entry(id: &str, e: &mut Entry) -> Result<(), String> {
             Err(format!("`{}`: empty link target", e.path))
         }
         _ => Ok(()),
+    }
+}
+
+/// Whether undoing "was: absent" may remove what is at `path` now: anything setup owns, and a
+/// boot link only while it is a link (a kernel image file there is not setup's).
+pub fn may_delete(path: &str, is_link_now: bool) -> bool {
+    match touches(path) {
+        Some(Touch::Owns) => true,
+        Some(Touch::Link) => is_link_now,
+        _ => false,
     }
 }
 
@@ -217,12 +232,10 @@ mod tests {
         ] {
             assert_eq!(touches(owned), Some(Touch::Owns), "{owned}");
         }
-        for edited in [
-            "/etc/group",
-            "/boot/Image",
-            EXTLINUX_CONF,
-            "/boot/dtbo/x.dtbo",
-        ] {
+        assert_eq!(touches("/boot/Image"), Some(Touch::Link));
+        assert!(may_delete("/boot/Image", true) && !may_delete("/boot/Image", false));
+        assert!(!may_delete("/boot", false) && !may_delete("/", false));
+        for edited in ["/etc/group", EXTLINUX_CONF, "/boot/dtbo/x.dtbo"] {
             assert_eq!(touches(edited), Some(Touch::Edits), "{edited}");
         }
         assert_eq!(touches("/lib/firmware/rtl_nic/a.bin"), Some(Touch::Dir));
