@@ -252,3 +252,19 @@ fn update_initramfs_of_the_image_is_left_for_the_board_with_the_command() {
         "{v}"
     );
 }
+
+#[test]
+fn a_forged_delete_of_a_boot_link_spares_a_kernel_file_there() {
+    let t = Planted::new();
+    t.fx.write("boot/Image", b"a kernel, not a link\n");
+    t.forge_state(serde_json::json!({
+        "schema_version": 1,
+        "transactions": [{"id": "1-1", "steps": ["kernel"], "entries": [
+            {"path": "/boot/Image", "step": "kernel", "before": {"was": "absent"}}
+        ]}]
+    }));
+    t.run(&["--rollback"])
+        .expect_code(exit::ROLLBACK_INCOMPLETE)
+        .expect_stderr("setup did not create what is at /boot/Image now");
+    assert_eq!(t.fx.read("boot/Image"), "a kernel, not a link\n");
+}
