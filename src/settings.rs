@@ -25,6 +25,9 @@ pub struct RvlVars {
     pub fetch_stall_secs: Option<String>,
     /// `RVL_FETCH_ATTEMPTS`: tries per download.
     pub fetch_attempts: Option<String>,
+    /// `RVL_ROOT_TOOLS`: a host directory of tools that act on the tree `RVL_ROOT` names (the
+    /// test stand-ins); under `--root`, a system tool is run from here instead of the image's.
+    pub root_tools: Option<PathBuf>,
     /// `RVL_FAULT`: crash on purpose at a write point (crash-safety tests).
     pub fault: Option<String>,
     /// `MATMUL_NUM_THREADS`: threads of the CPU GEMM baseline (matrixmultiply's own variable).
@@ -71,6 +74,7 @@ impl Settings {
                 fetch_stall_secs: var("RVL_FETCH_STALL_SECS"),
                 fetch_attempts: var("RVL_FETCH_ATTEMPTS"),
                 fault: var("RVL_FAULT"),
+                root_tools: var("RVL_ROOT_TOOLS").map(PathBuf::from),
                 matmul_threads: var("MATMUL_NUM_THREADS"),
                 sudo_user: var("SUDO_USER"),
             },

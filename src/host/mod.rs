@@ -1,6 +1,7 @@
 //! The only code that touches the machine. Everything reads (and writes) through a [`Root`].
 
 pub mod boot;
+pub mod chase;
 pub mod devicetree;
 pub mod env;
 pub mod gather;

@@ -15,7 +15,7 @@ use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
 use super::patches::{Patch, Series};
 use super::plan::Plan;
-use super::{archive, builder, fault, patches, paths, steps};
+use super::{archive, builder, fault, fsops, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::error::Error;
 use crate::fetch;
@@ -38,7 +38,8 @@ pub type Cache = BTreeMap<String, PathBuf>;
 
 /// Download every artifact the plan needs into `/var/lib/rvl/cache`, verified.
 pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Result<Cache> {
-    let dir = StateDir::new(root).host("cache");
+    let state = StateDir::new(root);
+    let dir = state.host("cache");
     let mut cache = Cache::new();
     for step in &plan.steps {
         for action in &step.actions {
@@ -60,10 +61,13 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
             if cache.contains_key(sha256) {
                 continue;
             }
-            fs::create_dir_all(&dir).map_err(|e| Error::io("cannot create", &dir, e))?;
+            // No link on the way to the cache, and none planted at a name the download writes.
+            state.ensure_dir("cache")?;
             let dest = match &origin {
                 Origin::Url(url) => {
-                    let dest = dir.join(cache_name(url, sha256));
+                    let name = cache_name(url, sha256);
+                    clear_non_files(root, &state.path("cache").join(&name))?;
+                    let dest = dir.join(name);
                     let req = fetch::Request {
                         url: url.clone(),
                         sha256: sha256.clone(),
@@ -74,7 +78,9 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                     dest
                 }
                 Origin::Pip(pip) => {
-                    let dest = dir.join(format!("{}-{}", short(sha256), pip.filename));
+                    let name = format!("{}-{}", short(sha256), pip.filename);
+                    clear_non_files(root, &state.path("cache").join(&name))?;
+                    let dest = dir.join(name);
                     let req = fetch::pip::Request { pip, sha256, size };
                     fetch::pip::download(&req, &dest, opts.progress)?
                 }
@@ -83,6 +89,20 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
         }
     }
     Ok(cache)
+}
+
+/// Remove anything but a regular file at a cache name and at its `.part` (a link planted there
+/// would make the download write through it).
+fn clear_non_files(root: &Root, path: &Path) -> anyhow::Result<()> {
+    let part = fetch::part_path(path);
+    for p in [path, part.as_path()] {
+        match fsops::probe(root, p).map_err(|e| Error::io("cannot check", root.join(p), e))? {
+            fsops::Node::File(_) | fsops::Node::Missing => {}
+            _ => fsops::remove_all(root, p)
+                .map_err(|e| Error::io("cannot remove", root.join(p), e))?,
+        }
+    }
+    Ok(())
 }
 
 /// `<first 16 hex of sha256>-<file name of the URL path>`.
@@ -108,6 +128,15 @@ pub struct Outcome {
     pub transaction: String,
     pub steps: Vec<String>,
     pub changed: Vec<String>,
+    /// What was left for the board to do: a system tool of the image that rvl does not run
+    /// outside it (each a sentence with the command).
+    pub deferred: Vec<String>,
+}
+
+/// How system tools run (`RVL_ROOT_TOOLS`: stand-ins that act on `RVL_ROOT`, for tests).
+#[derive(Debug, Clone, Default)]
+pub struct Tools {
+    pub stand_ins: Option<PathBuf>,
 }
 
 /// Run every step of `plan` in one transaction.
@@ -117,9 +146,17 @@ pub fn apply(
     cache: &Cache,
     patches: &Series,
     progress: Progress,
+    tools: &Tools,
 ) -> anyhow::Result<Outcome> {
     let names = plan.step_names();
     let mut txn = Txn::begin(root, &names)?;
+    let mut ctx = ActionCtx {
+        cache,
+        patches,
+        progress,
+        tools,
+        deferred: Vec::new(),
+    };
     for step in &plan.steps {
         if progress.shown() {
             eprintln!("== {}: {}", step.step, step.summary);
@@ -127,7 +164,7 @@ pub fn apply(
         let result = step
             .actions
             .iter()
-            .try_for_each(|a| run_action(&mut txn, &step.step, a, cache, patches, progress));
+            .try_for_each(|a| run_action(&mut txn, &step.step, a, &mut ctx));
         if let Err(err) = result {
             let id = txn.id().to_string();
             return match txn.abort() {
@@ -145,17 +182,26 @@ pub fn apply(
         transaction: applied.id,
         steps: names,
         changed: applied.entries.iter().map(|e| e.path.clone()).collect(),
+        deferred: ctx.deferred,
     })
+}
+
+/// What every action may need besides the transaction.
+struct ActionCtx<'a> {
+    cache: &'a Cache,
+    patches: &'a Series,
+    progress: Progress,
+    tools: &'a Tools,
+    deferred: Vec<String>,
 }
 
 fn run_action(
     txn: &mut Txn,
     step: &str,
     action: &Action,
-    cache: &Cache,
-    patches: &Series,
-    progress: Progress,
+    ctx: &mut ActionCtx,
 ) -> anyhow::Result<()> {
+    let (cache, patches, progress) = (ctx.cache, ctx.patches, ctx.progress);
     match action {
         Action::WriteFile {
             path,
@@ -191,7 +237,25 @@ fn run_action(
             for c in changes {
                 txn.record(c, step)?;
             }
-            run_tool(txn.root(), tool, args)?;
+            match how_to_run(txn.root(), tool, ctx.tools)? {
+                ToolRun::Program(program) => run_tool_program(txn.root(), tool, &program, args)?,
+                ToolRun::NotRun(why) => {
+                    let cmd = shell_line(tool, args);
+                    if let (Some(Verify::ExtlinuxDefaultBoots { path, release }), "u-boot-update") =
+                        (verify, tool.as_str())
+                    {
+                        let label = set_extlinux_default(txn, step, path, release)?;
+                        ctx.deferred.push(format!(
+                            "{step}: `{cmd}` was not run ({why}); rvl set `default {label}` in {path} itself, and rvl.conf keeps it when u-boot-update next runs on the board"
+                        ));
+                    } else {
+                        ctx.deferred.push(format!(
+                            "{step}: `{cmd}` was not run ({why}); run `sudo {cmd}` on the board once it is booted from this image"
+                        ));
+                        return Ok(());
+                    }
+                }
+            }
             if let Some(v) = verify {
                 check(txn.root(), v)?;
             }
@@ -221,15 +285,16 @@ fn run_action(
         }
         Action::InstallPrebuilt { sha256, prefix, .. } => {
             let archive_path = cached(cache, sha256)?.clone();
-            let stage = stage_dir(txn.root(), prefix);
             txn.ensure_parent(prefix, step)?;
+            let stage = make_stage(txn, prefix)?;
             let result = (|| {
                 let staged = stage.join("prefix");
-                archive::unpack(&archive_path, &staged)?;
-                write_stamp(&staged, &serde_json::json!({"prebuilt": sha256}))?;
+                let host = txn.root().join(&staged);
+                archive::unpack(&archive_path, &host)?;
+                write_stamp(&host, &serde_json::json!({"prebuilt": sha256}))?;
                 txn.install_tree(&staged, prefix, step)
             })();
-            let _ = fs::remove_dir_all(&stage);
+            let _ = fsops::remove_all(txn.root(), &stage);
             result
         }
     }
@@ -241,40 +306,114 @@ fn cached<'a>(cache: &'a Cache, sha256: &str) -> anyhow::Result<&'a PathBuf> {
         .ok_or_else(|| Error::Internal(format!("artifact {sha256} was not downloaded")).into())
 }
 
-/// Run a system tool: from PATH on the live system, from the root's own bin directories when
-/// `--root` names another tree (with `RVL_ROOT` set, so a stand-in can find the tree).
-pub fn run_tool(root: &Root, tool: &str, args: &[String]) -> anyhow::Result<()> {
-    let program = if root.is_live() {
-        which::which(tool).map_err(|_| {
-            Error::Unsupported(format!("`{tool}` is not installed (not found on PATH)"))
-        })?
-    } else {
-        ROOT_PATH
-            .iter()
-            .map(|d| format!("{d}/{tool}"))
-            .find(|p| !root.is_dir(p) && root.exists(p))
-            .and_then(|p| root.resolve(&p).ok())
-            .ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "`{tool}` is not installed in {} (looked in {})",
-                    root.base().display(),
-                    ROOT_PATH.join(", ")
-                ))
-            })?
-    };
-    // The real u-boot-update or update-initramfs acts on this machine's /boot whatever root we
-    // were given; only a tool written for a root (it reads RVL_ROOT) may run against one.
-    if !root.is_live() {
-        let text = fs::read(&program).unwrap_or_default();
-        if !text.windows(8).any(|w| w == b"RVL_ROOT") {
-            return Err(Error::Unsupported(format!(
-                    "`{tool}` in {} would change this machine, not that tree; run rvl setup inside it (chroot) instead",
-                    root.base().display()
-                )).into());
+/// Where a system tool comes from, or why it is not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolRun {
+    /// A host program: from PATH on the live system, or a stand-in from `RVL_ROOT_TOOLS`.
+    Program(PathBuf),
+    /// The tool belongs to the image and cannot run inside it from here.
+    NotRun(String),
+}
+
+/// How `tool` runs for `root`. On the live system it comes from PATH. Under `--root`, the
+/// image's own program is never executed on this machine: it would run as root with this
+/// machine's /boot (and may be anything the image's author put there). Only stand-ins the caller
+/// named (`RVL_ROOT_TOOLS`) run, with `RVL_ROOT`; otherwise the tool is left for the board.
+pub fn how_to_run(root: &Root, tool: &str, tools: &Tools) -> anyhow::Result<ToolRun> {
+    if root.is_live() {
+        return which::which(tool).map(ToolRun::Program).map_err(|_| {
+            Error::Unsupported(format!("`{tool}` is not installed (not found on PATH)")).into()
+        });
+    }
+    if let Some(dir) = &tools.stand_ins {
+        let p = dir.join(tool);
+        if p.is_file() {
+            return Ok(ToolRun::Program(p));
         }
     }
+    let in_image = ROOT_PATH
+        .iter()
+        .map(|d| format!("{d}/{tool}"))
+        .find(|p| !root.is_dir(p) && root.exists(p));
+    let Some(in_image) = in_image else {
+        return Err(Error::Unsupported(format!(
+            "`{tool}` is not installed in {} (looked in {})",
+            root.base().display(),
+            ROOT_PATH.join(", ")
+        ))
+        .into());
+    };
+    Ok(ToolRun::NotRun(format!(
+        "{in_image} is the image's own program, and rvl never runs an image's programs on this machine"
+    )))
+}
+
+/// `tool args`, each word shell-quoted when it needs it (for the command a person runs).
+fn shell_line(tool: &str, args: &[String]) -> String {
+    let quote = |w: &str| {
+        if !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:+,@".contains(&b))
+        {
+            w.to_string()
+        } else {
+            format!("'{}'", w.replace('\'', "'\\''"))
+        }
+    };
+    std::iter::once(tool)
+        .chain(args.iter().map(String::as_str))
+        .map(quote)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// rvl's own regeneration of what u-boot-update would change for the kernel step: the
+/// `default` line of extlinux.conf, set to the first label that boots `release`.
+fn set_extlinux_default(
+    txn: &mut Txn,
+    step: &str,
+    path: &str,
+    release: &str,
+) -> anyhow::Result<String> {
+    let text = txn
+        .root()
+        .read_string(path)
+        .map_err(|e| Error::io("cannot read", txn.root().join(path), e))?;
+    let mut e = Extlinux::parse(&text);
+    let Some(label) = e
+        .entries_for_release(release)
+        .map(|en| en.label.clone())
+        .next()
+    else {
+        return Err(Error::StepFailed(format!(
+            "{path} has no label that boots {release}; run `sudo u-boot-update` on the board, then rvl setup again"
+        ))
+        .into());
+    };
+    e.set_default(&label);
+    txn.write_file(path, e.render().as_bytes(), 0o644, step)?;
+    Ok(label)
+}
+
+/// Run `tool` (live or a stand-in for a root), failing with what it said.
+pub fn run_tool(root: &Root, tool: &str, args: &[String], tools: &Tools) -> anyhow::Result<()> {
+    match how_to_run(root, tool, tools)? {
+        ToolRun::Program(p) => run_tool_program(root, tool, &p, args),
+        ToolRun::NotRun(why) => Err(Error::Unsupported(format!(
+            "`{tool}` was not run: {why}; run it on the board"
+        ))
+        .into()),
+    }
+}
+
+fn run_tool_program(
+    root: &Root,
+    tool: &str,
+    program: &Path,
+    args: &[String],
+) -> anyhow::Result<()> {
     // Absolute paths: the tool runs in the root's directory, where a relative --root is wrong.
-    let program = fs::canonicalize(&program).unwrap_or(program);
+    let program = fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let mut cmd = Command::new(&program);
     cmd.args(args);
     if !root.is_live() {
@@ -337,15 +476,23 @@ struct SourceSpec<'a> {
     options: &'a [String],
 }
 
-/// The staging directory for a prefix: next to it, so moving it into place is one rename.
-fn stage_dir(root: &Root, prefix: &str) -> PathBuf {
-    let p = Path::new(prefix);
+/// The staging directory for a prefix (in-root): next to it, so moving it into place is one
+/// rename. Made fresh, with no link on the way (the prefix's parents resolved as the journal
+/// records them), so unpacking and `DESTDIR` installs stay inside the root.
+fn make_stage(txn: &Txn, prefix: &str) -> anyhow::Result<PathBuf> {
+    let p = PathBuf::from(txn.canonical(prefix)?);
     let name = p
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    root.join(p.parent().unwrap_or(Path::new("/")))
-        .join(format!(".stage-{name}"))
+    let stage = p
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join(format!(".stage-{name}"));
+    let host = txn.root().join(&stage);
+    fsops::remove_all(txn.root(), &stage).map_err(|e| Error::io("cannot clear", &host, e))?;
+    fsops::create_dirs(txn.root(), &stage).map_err(|e| Error::io("cannot create", &host, e))?;
+    Ok(stage)
 }
 
 fn write_stamp(prefix_dir: &Path, stamp: &serde_json::Value) -> anyhow::Result<()> {
@@ -366,15 +513,18 @@ fn build_source(
     progress: Progress,
 ) -> anyhow::Result<()> {
     let state = StateDir::new(txn.root());
+    let root = txn.root().clone();
     let label = format!("{}-{}", s.project, s.version);
-    let work = state.host(&format!("work/{label}"));
-    let logs = state.host("logs");
-    fs::create_dir_all(&logs)?;
-    let log_path = logs.join(format!("{label}.log"));
-    let stage = stage_dir(txn.root(), s.prefix);
-    let _ = fs::remove_dir_all(&work);
-    let _ = fs::remove_dir_all(&stage);
+    let work_at = state.path(&format!("work/{label}"));
+    let work = root.join(&work_at);
+    state.ensure_dir("logs")?;
+    state.ensure_dir("work")?;
+    let log_at = state.path(&format!("logs/{label}.log"));
+    let log_path = root.join(&log_at);
+    fsops::remove_all(&root, &work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
     txn.ensure_parent(s.prefix, step)?;
+    let stage_at = make_stage(txn, s.prefix)?;
+    let stage = root.join(&stage_at);
     let result = (|| {
         builder::check_tools(&[s.system])?;
         if progress.shown() {
@@ -390,7 +540,8 @@ fn build_source(
             ))
             .into());
         }
-        let mut log = fs::File::create(&log_path)?;
+        let mut log = fsops::create_file(&root, &log_at)
+            .map_err(|e| Error::io("cannot create", &log_path, e))?;
         writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
         patches::apply(&tree, series, &mut log)?;
         drop(log);
@@ -406,7 +557,8 @@ fn build_source(
             deps_hint: steps::build_deps(s.project).to_string(),
         };
         b.run(&label)?;
-        let staged = stage.join(s.prefix.trim_start_matches('/'));
+        let staged_at = stage_at.join(s.prefix.trim_start_matches('/'));
+        let staged = root.join(&staged_at);
         if !staged.is_dir() {
             return Err(Error::Tool(format!(
                 "{label}: the install step put nothing into {} (log: {})",
@@ -426,10 +578,10 @@ fn build_source(
             "options": s.options,
         });
         write_stamp(&staged, &stamp)?;
-        txn.install_tree(&staged, s.prefix, step)
+        txn.install_tree(&staged_at, s.prefix, step)
     })();
-    let _ = fs::remove_dir_all(&stage);
-    let _ = fs::remove_dir_all(&work);
+    let _ = fsops::remove_all(&root, &stage_at);
+    let _ = fsops::remove_all(&root, &work_at);
     result
 }
 
@@ -452,39 +604,63 @@ mod tests {
     }
 
     #[test]
-    fn tools_in_a_fake_root_come_from_the_root() {
+    fn an_image_tool_is_never_run_on_this_machine_but_a_named_stand_in_is() {
+        use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let root = Root::new(d.path());
-        let err = run_tool(&root, "u-boot-update", &[]).unwrap_err();
+        let none = Tools::default();
+        let err = run_tool(&root, "u-boot-update", &[], &none).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::UNSUPPORTED);
         fs::create_dir_all(d.path().join("usr/sbin")).unwrap();
+        let marker = d.path().join("ran");
         let script = d.path().join("usr/sbin/u-boot-update");
+        // It even says RVL_ROOT: that no longer makes it trusted.
         fs::write(
             &script,
-            "#!/bin/sh\necho \"$RVL_ROOT\" > \"$RVL_ROOT/ran\"\nexit 0\n",
+            format!("#!/bin/sh\n: \"$RVL_ROOT\"\ntouch {}\n", marker.display()),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-        run_tool(&root, "u-boot-update", &[]).unwrap();
-        assert_eq!(
-            fs::read_to_string(d.path().join("ran")).unwrap().trim(),
-            d.path().to_string_lossy()
-        );
+        assert!(matches!(
+            how_to_run(&root, "u-boot-update", &none).unwrap(),
+            ToolRun::NotRun(_)
+        ));
+        assert!(run_tool(&root, "u-boot-update", &[], &none).is_err());
+        assert!(!marker.exists());
+        // A stand-in the caller named runs, with RVL_ROOT, and what it says on failure is kept.
+        let bin = tempfile::tempdir().unwrap();
+        let stand_in = bin.path().join("u-boot-update");
         fs::write(
-            &script,
-            "#!/bin/sh\n: \"$RVL_ROOT\"\necho 'E: need root privileges' >&2\nexit 1\n",
+            &stand_in,
+            "#!/bin/sh\necho \"$RVL_ROOT\" > \"$RVL_ROOT/ran\"\necho 'E: need root privileges' >&2\nexit 1\n",
         )
         .unwrap();
-        let err = run_tool(&root, "u-boot-update", &[])
+        fs::set_permissions(&stand_in, fs::Permissions::from_mode(0o755)).unwrap();
+        let tools = Tools {
+            stand_ins: Some(bin.path().to_path_buf()),
+        };
+        let err = run_tool(&root, "u-boot-update", &[], &tools)
             .unwrap_err()
             .to_string();
         assert!(err.contains("need root privileges"), "{err}");
-        // A system tool that does not know about roots would change the host: refused.
-        fs::write(&script, "#!/bin/sh\ntouch /tmp/rvl-should-not-run\n").unwrap();
-        let err = run_tool(&root, "u-boot-update", &[]).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::UNSUPPORTED);
-        assert!(err.to_string().contains("inside it (chroot)"), "{err}");
-        assert!(!Path::new("/tmp/rvl-should-not-run").exists());
+        assert_eq!(
+            fs::read_to_string(&marker).unwrap().trim(),
+            fs::canonicalize(d.path()).unwrap().to_string_lossy()
+        );
+    }
+
+    #[test]
+    fn commands_for_people_are_shell_quoted() {
+        assert_eq!(
+            shell_line(
+                "update-initramfs",
+                &["-u".into(), "-k".into(), "7.0".into()]
+            ),
+            "update-initramfs -u -k 7.0"
+        );
+        assert_eq!(
+            shell_line("t", &["x;reboot;#".into(), "it's".into()]),
+            "t 'x;reboot;#' 'it'\\''s'"
+        );
     }
 }

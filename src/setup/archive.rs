@@ -9,9 +9,12 @@ use std::io::{self, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::AtFlags;
 use tar::EntryType;
 
+use super::fsops;
 use crate::error::Error;
+use crate::host::{chase, Root};
 
 /// What was unpacked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,18 +61,36 @@ impl From<io::Error> for UnpackError {
 fn unpack_reader(reader: impl Read, dest: &Path) -> Result<Unpacked, UnpackError> {
     let mut archive = tar::Archive::new(reader);
     let mut done = Unpacked::default();
+    // `dest` is a directory setup just made; inside it every write goes through host/chase, as
+    // if it were a root: no link on the way is followed, whatever an earlier entry made.
+    let at = Target {
+        host: dest,
+        root: Root::new(dest),
+    };
     for entry in archive.entries()? {
-        unpack_entry(&mut entry?, dest, &mut done)?;
+        unpack_entry(&mut entry?, &at, &mut done)?;
     }
     Ok(done)
+}
+
+/// The directory being unpacked into, as a host path (for the checks) and as a root (for writes).
+struct Target<'a> {
+    host: &'a Path,
+    root: Root,
+}
+
+/// The in-root form of a relative entry path.
+fn inside(rel: &Path) -> PathBuf {
+    Path::new("/").join(rel)
 }
 
 /// Check one entry's path, then write it by its kind.
 fn unpack_entry<R: Read>(
     entry: &mut tar::Entry<R>,
-    dest: &Path,
+    at: &Target,
     done: &mut Unpacked,
 ) -> Result<(), UnpackError> {
+    let dest = at.host;
     let raw = entry.path()?.into_owned();
     let kind = entry.header().entry_type();
     if matches!(kind, EntryType::XGlobalHeader | EntryType::XHeader) {
@@ -88,22 +109,22 @@ fn unpack_entry<R: Read>(
             p.display()
         ))
     })?;
-    let out = dest.join(&rel);
+    let out = inside(&rel);
     match kind {
         EntryType::Directory => {
-            fs::create_dir_all(&out)?;
+            fsops::create_dirs(&at.root, &out)?;
             done.dirs += 1;
         }
         EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
-            write_file(entry, &out)?;
+            write_file(entry, &at.root, &out)?;
             done.files += 1;
         }
         EntryType::Symlink => {
-            write_symlink(entry, &raw, &rel, &out)?;
+            write_symlink(entry, &raw, &rel, &at.root, &out)?;
             done.links += 1;
         }
         EntryType::Link => {
-            write_hard_link(entry, &raw, dest, &out)?;
+            write_hard_link(entry, &raw, at, &out)?;
             done.files += 1;
         }
         other => {
@@ -116,17 +137,22 @@ fn unpack_entry<R: Read>(
     Ok(())
 }
 
-/// Make room for `out`: its parent directories, and nothing already at it.
-fn make_room(out: &Path) -> io::Result<()> {
+/// Make room for `out`: its parent directories, and nothing already at it (a later entry with
+/// the same name wins, as with GNU tar, but never by writing through a link).
+fn make_room(root: &Root, out: &Path) -> io::Result<()> {
     if let Some(parent) = out.parent() {
-        fs::create_dir_all(parent)?;
+        fsops::create_dirs(root, parent)?;
     }
-    replace_existing(out)
+    fsops::remove_all(root, out)
 }
 
-fn write_file<R: Read>(entry: &mut tar::Entry<R>, out: &Path) -> Result<(), UnpackError> {
-    make_room(out)?;
-    let mut f = File::create(out)?;
+fn write_file<R: Read>(
+    entry: &mut tar::Entry<R>,
+    root: &Root,
+    out: &Path,
+) -> Result<(), UnpackError> {
+    make_room(root, out)?;
+    let mut f: File = fsops::create_file(root, out)?;
     io::copy(entry, &mut f)?;
     let mode = entry.header().mode().unwrap_or(0o644) & 0o777;
     f.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -138,6 +164,7 @@ fn write_symlink<R: Read>(
     entry: &tar::Entry<R>,
     raw: &Path,
     rel: &Path,
+    root: &Root,
     out: &Path,
 ) -> Result<(), UnpackError> {
     let target = entry
@@ -159,8 +186,9 @@ fn write_symlink<R: Read>(
             target.display()
         )));
     }
-    make_room(out)?;
-    std::os::unix::fs::symlink(&target, out)?;
+    make_room(root, out)?;
+    let (dir, name) = chase::parent(root, out)?;
+    rustix::fs::symlinkat(&target, dir.fd(), &name).map_err(io::Error::from)?;
     Ok(())
 }
 
@@ -168,9 +196,10 @@ fn write_symlink<R: Read>(
 fn write_hard_link<R: Read>(
     entry: &tar::Entry<R>,
     raw: &Path,
-    dest: &Path,
+    at: &Target,
     out: &Path,
 ) -> Result<(), UnpackError> {
+    let dest = at.host;
     let target = entry
         .link_name()?
         .ok_or_else(|| {
@@ -199,8 +228,12 @@ fn write_hard_link<R: Read>(
             inside.display()
         )));
     }
-    make_room(out)?;
-    fs::hard_link(dest.join(&inside), out)?;
+    make_room(&at.root, out)?;
+    let (from_dir, from) = chase::parent(&at.root, &self::inside(&inside))?;
+    let (dir, name) = chase::parent(&at.root, out)?;
+    // linkat without AT_SYMLINK_FOLLOW links the name itself, never what a link points at.
+    rustix::fs::linkat(from_dir.fd(), &from, dir.fd(), &name, AtFlags::empty())
+        .map_err(io::Error::from)?;
     Ok(())
 }
 
@@ -235,15 +268,6 @@ fn no_link_on_the_way(dest: &Path, rel: &Path) -> Result<(), PathBuf> {
         }
     }
     Ok(())
-}
-
-/// A later entry with the same name wins (as with GNU tar), but never by writing through a link.
-fn replace_existing(out: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(out) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(out),
-        Ok(_) => fs::remove_file(out),
-        Err(_) => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -9,20 +9,25 @@
 //! - `state.json`: the applied transactions, oldest first, each with what it changed.
 //! - `backups/<id>/<path>`: the pre-images (mode and owner are in the journal entry).
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::fsops::{self, Meta};
+use super::fsops::{self, Meta, Node};
+use super::journal_check;
 use crate::digest::sha256_hex;
 use crate::error::Error;
 use crate::host::Root;
 
 /// The state directory, as an in-root path.
 pub const STATE_DIR: &str = "/var/lib/rvl";
-const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 1;
+/// Largest journal, state file or backup setup reads back (a planted FIFO or `/dev/zero` must
+/// neither hang nor exhaust memory).
+const STATE_CAP: u64 = 64 << 20;
+/// Largest file setup backs up (config files, boot links' targets are tiny; an initramfs is not).
+const BACKUP_CAP: u64 = 1 << 30;
 
 /// What a path was before the transaction touched it: what undo brings back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,55 +107,83 @@ impl StateDir {
         StateDir { root: root.clone() }
     }
 
+    /// Host path of a file in the state directory (for messages and for tools that take a
+    /// path: call [`StateDir::ensure`] first, which refuses a state directory behind a link).
     pub fn host(&self, rel: &str) -> PathBuf {
-        self.root.join(Path::new(STATE_DIR).join(rel))
+        self.root.join(self.path(rel))
     }
 
-    fn ensure(&self) -> anyhow::Result<()> {
-        let dir = self.host("");
-        fs::create_dir_all(&dir).map_err(|e| write_error(&dir, e))?;
+    /// In-root path of a file in the state directory.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        Path::new(STATE_DIR).join(rel)
+    }
+
+    /// Create the state directory (or the subdirectory `rel` of it) with no link on the way:
+    /// a symlinked `/var/lib/rvl` would put state, backups and the lock outside the root.
+    pub fn ensure_dir(&self, rel: &str) -> anyhow::Result<()> {
+        let dir = self.path(rel);
+        fsops::create_dirs(&self.root, &dir).map_err(|e| write_error(&self.root.join(&dir), e))?;
         Ok(())
     }
 
+    fn ensure(&self) -> anyhow::Result<()> {
+        self.ensure_dir("")
+    }
+
     pub fn load_journal(&self) -> anyhow::Result<Option<Journal>> {
-        load_json(&self.host("journal.json"))
+        let path = self.path("journal.json");
+        let j: Option<Journal> = load_json(&self.root, &path)?;
+        j.map(|j| journal_check::journal(&self.root.join(&path), j))
+            .transpose()
+            .map_err(anyhow::Error::from)
     }
 
     pub fn load_state(&self) -> anyhow::Result<State> {
-        Ok(load_json(&self.host("state.json"))?.unwrap_or(State {
-            schema_version: SCHEMA,
-            transactions: Vec::new(),
-        }))
+        let path = self.path("state.json");
+        let st: Option<State> = load_json(&self.root, &path)?;
+        Ok(match st {
+            Some(st) => journal_check::state(&self.root.join(&path), st)?,
+            None => State {
+                schema_version: SCHEMA,
+                transactions: Vec::new(),
+            },
+        })
     }
 
     fn save_journal(&self, j: &Journal) -> anyhow::Result<()> {
-        save_json(&self.host("journal.json"), j)
+        save_json(&self.root, &self.path("journal.json"), j)
     }
 
     fn save_state(&self, s: &State) -> anyhow::Result<()> {
-        let path = self.host("state.json");
+        let path = self.path("state.json");
         if s.transactions.is_empty() {
-            return fsops::remove_file(&path).map_err(|e| write_error(&path, e));
+            return fsops::remove_file(&self.root, &path)
+                .map_err(|e| write_error(&self.root.join(&path), e));
         }
-        save_json(&path, s)
+        save_json(&self.root, &path, s)
     }
 
     fn clear_journal(&self) -> anyhow::Result<()> {
-        let path = self.host("journal.json");
-        fsops::remove_file(&path).map_err(|e| write_error(&path, e))
+        let path = self.path("journal.json");
+        fsops::remove_file(&self.root, &path).map_err(|e| write_error(&self.root.join(&path), e))
     }
 
     fn drop_backups(&self, id: &str) {
-        // Best effort: stale backups waste space but never change behaviour.
-        let _ = fs::remove_dir_all(self.host(&format!("backups/{id}")));
+        // Best effort: stale backups waste space but never change behaviour. The id was
+        // checked to be one setup makes (journal_check), so this stays in backups/.
+        let _ = fsops::remove_all(&self.root, &self.path(&format!("backups/{id}")));
     }
 }
 
-fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
-    let text = match fs::read_to_string(path) {
+fn load_json<T: serde::de::DeserializeOwned>(
+    root: &Root,
+    in_root: &Path,
+) -> anyhow::Result<Option<T>> {
+    let path = &root.join(in_root);
+    let text = match fsops::read(root, in_root, STATE_CAP) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("cannot read", path, e).into()),
-        Ok(t) => t,
+        Ok(t) => String::from_utf8_lossy(&t).into_owned(),
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
         Error::Journal(format!(
@@ -163,10 +196,11 @@ fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Opti
     })
 }
 
-fn save_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+fn save_json<T: Serialize>(root: &Root, path: &Path, value: &T) -> anyhow::Result<()> {
     let mut text = serde_json::to_vec_pretty(value)?;
     text.push(b'\n');
-    fsops::write_atomic(path, &text, Meta::new_file(0o644)).map_err(|e| write_error(path, e))
+    fsops::write_atomic(root, path, &text, Meta::new_file(0o644))
+        .map_err(|e| write_error(&root.join(path), e))
 }
 
 fn write_error(path: &Path, e: io::Error) -> anyhow::Error {
@@ -227,35 +261,37 @@ impl Txn {
         if self.journal.entries.iter().any(|e| e.path == path) {
             return Ok(());
         }
-        let host = self.root().join(&path);
-        let before = match fs::symlink_metadata(&host) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Before::Absent,
-            Err(e) => return Err(anyhow::anyhow!("{path}: {e}")),
-            Ok(m) if m.is_symlink() => Before::Symlink {
-                target: fs::read_link(&host)?.to_string_lossy().into_owned(),
-            },
-            Ok(m) if m.is_file() => {
-                let data = fs::read(&host).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-                let meta = Meta::of(&host)?;
-                let backup = format!("backups/{}{}", self.journal.id, path);
-                let bhost = self.state.host(&backup);
-                if let Some(dir) = bhost.parent() {
-                    fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
+        let at = Path::new(&path);
+        let before =
+            match fsops::probe(self.root(), at).map_err(|e| anyhow::anyhow!("{path}: {e}"))? {
+                Node::Missing => Before::Absent,
+                Node::Link(target) => Before::Symlink {
+                    target: target.to_string_lossy().into_owned(),
+                },
+                Node::File(meta) => {
+                    let data = fsops::read(self.root(), at, BACKUP_CAP)
+                        .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+                    let backup = format!("backups/{}{}", self.journal.id, path);
+                    let bpath = self.state.path(&backup);
+                    let bhost = self.root().join(&bpath);
+                    if let Some(dir) = bpath.parent() {
+                        fsops::create_dirs(self.root(), dir).map_err(|e| write_error(&bhost, e))?;
+                    }
+                    fsops::write_atomic(self.root(), &bpath, &data, meta)
+                        .map_err(|e| write_error(&bhost, e))?;
+                    Before::File {
+                        backup,
+                        sha256: sha256_hex(&data),
+                        meta,
+                    }
                 }
-                fsops::write_atomic(&bhost, &data, meta).map_err(|e| write_error(&bhost, e))?;
-                Before::File {
-                    backup,
-                    sha256: sha256_hex(&data),
-                    meta,
+                Node::Dir | Node::Other => {
+                    return Err(Error::StepFailed(format!(
+                        "{path} is a directory or device where setup expected a file"
+                    ))
+                    .into())
                 }
-            }
-            Ok(_) => {
-                return Err(Error::StepFailed(format!(
-                    "{path} is a directory or device where setup expected a file"
-                ))
-                .into())
-            }
-        };
+            };
         self.push(Entry {
             path,
             step: step.to_string(),
@@ -274,7 +310,7 @@ impl Txn {
         let mut missing = Vec::new();
         let mut cur = path.parent();
         while let Some(dir) = cur {
-            if fs::symlink_metadata(self.root().join(dir)).is_ok() {
+            if fsops::probe(self.root(), dir)? != Node::Missing {
                 break;
             }
             missing.push(dir.to_path_buf());
@@ -287,11 +323,8 @@ impl Txn {
                 step: step.to_string(),
                 before: Before::AbsentDir,
             })?;
-            let host = self.root().join(&dir);
-            fs::create_dir(&host).map_err(|e| write_error(&host, e))?;
-            if let Some(parent) = host.parent() {
-                fsops::sync_dir(parent).map_err(|e| write_error(parent, e))?;
-            }
+            fsops::create_dir(self.root(), &dir)
+                .map_err(|e| write_error(&self.root().join(&dir), e))?;
         }
         Ok(())
     }
@@ -306,21 +339,23 @@ impl Txn {
     ) -> anyhow::Result<()> {
         self.ensure_parent(path, step)?;
         self.record(path, step)?;
-        let host = self.root().join(self.canonical(path)?);
+        let at = PathBuf::from(self.canonical(path)?);
+        let host = self.root().join(&at);
         // Keep the owner and mode of a file that is being edited; new files get `mode`.
-        let meta = match Meta::of(&host) {
-            Ok(m) if !fs::symlink_metadata(&host)?.is_symlink() => m,
+        let meta = match fsops::probe(self.root(), &at)? {
+            Node::File(m) => m,
             _ => Meta::new_file(mode),
         };
-        fsops::write_atomic(&host, data, meta).map_err(|e| write_error(&host, e))
+        fsops::write_atomic(self.root(), &at, data, meta).map_err(|e| write_error(&host, e))
     }
 
     /// Point a link at `target`, journaled first.
     pub fn symlink(&mut self, path: &str, target: &str, step: &str) -> anyhow::Result<()> {
         self.ensure_parent(path, step)?;
         self.record(path, step)?;
-        let host = self.root().join(self.canonical(path)?);
-        fsops::symlink_atomic(&host, Path::new(target)).map_err(|e| write_error(&host, e))
+        let at = PathBuf::from(self.canonical(path)?);
+        fsops::symlink_atomic(self.root(), &at, Path::new(target))
+            .map_err(|e| write_error(&self.root().join(&at), e))
     }
 
     /// Rename a file inside the root (both paths journaled: undo removes `to`, restores `from`).
@@ -328,17 +363,20 @@ impl Txn {
         self.record(from, step)?;
         self.ensure_parent(to, step)?;
         self.record(to, step)?;
-        let src = self.root().join(self.canonical(from)?);
-        let dst = self.root().join(self.canonical(to)?);
-        fsops::rename_into_place(&src, &dst).map_err(|e| write_error(&dst, e))
+        let src = PathBuf::from(self.canonical(from)?);
+        let dst = PathBuf::from(self.canonical(to)?);
+        fsops::rename_into_place(self.root(), &src, &dst)
+            .map_err(|e| write_error(&self.root().join(&dst), e))
     }
 
-    /// Move a staged directory tree (host path, same file system) to `path`, which must not exist.
+    /// Move a staged directory tree (in-root path, same file system) to `path`, which must not
+    /// exist.
     pub fn install_tree(&mut self, staged: &Path, path: &str, step: &str) -> anyhow::Result<()> {
         self.ensure_parent(path, step)?;
         self.record(path, step)?;
-        let host = self.root().join(self.canonical(path)?);
-        fsops::rename_into_place(staged, &host).map_err(|e| write_error(&host, e))
+        let at = PathBuf::from(self.canonical(path)?);
+        fsops::rename_into_place(self.root(), staged, &at)
+            .map_err(|e| write_error(&self.root().join(&at), e))
     }
 
     /// Make the transaction permanent: append it to `state.json`, then drop the journal.
@@ -385,46 +423,53 @@ fn undo_entries(state: &StateDir, entries: &[Entry]) -> anyhow::Result<()> {
 }
 
 fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
-    let host = state.root.join(&e.path);
-    fsops::remove_debris(&host)?;
-    let now = fs::symlink_metadata(&host).ok();
+    let root = &state.root;
+    let at = Path::new(&e.path);
+    fsops::remove_debris(root, at)?;
+    let now = fsops::probe(root, at)?;
     match &e.before {
+        // Checked at load too; asked again here because only now is it known what is there.
+        Before::Absent if !journal_check::may_delete(&e.path, matches!(now, Node::Link(_))) => {
+            Err(io::Error::other(format!(
+                "not removed: setup did not create what is at {} now",
+                e.path
+            )))
+        }
         Before::Absent => match now {
-            Some(m) if m.is_dir() => fsops::remove_tree(&host),
-            Some(_) => fsops::remove_file(&host),
-            None => Ok(()),
+            Node::Dir => fsops::remove_tree(root, at),
+            Node::Missing => Ok(()),
+            _ => fsops::remove_file(root, at),
         },
-        Before::AbsentDir => fsops::remove_dir_if_empty(&host).map(|_| ()),
+        Before::AbsentDir => fsops::remove_dir_if_empty(root, at).map(|_| ()),
         Before::Symlink { target } => {
-            if fs::read_link(&host).is_ok_and(|t| t == Path::new(target)) {
+            if now == Node::Link(PathBuf::from(target)) {
                 return Ok(());
             }
-            if now.is_some_and(|m| m.is_dir() && !m.is_symlink()) {
-                fsops::remove_tree(&host)?;
+            if now == Node::Dir {
+                fsops::remove_tree(root, at)?;
             }
-            fsops::symlink_atomic(&host, Path::new(target))
+            fsops::symlink_atomic(root, at, Path::new(target))
         }
         Before::File {
             backup,
             sha256,
             meta,
         } => {
-            let unchanged = now.is_some_and(|m| m.is_file())
-                && fs::read(&host).is_ok_and(|d| sha256_hex(&d) == *sha256)
-                && Meta::of(&host).is_ok_and(|m| m == *meta);
+            let unchanged = now == Node::File(*meta)
+                && fsops::read(root, at, BACKUP_CAP).is_ok_and(|d| sha256_hex(&d) == *sha256);
             if unchanged {
                 return Ok(());
             }
-            let data = fs::read(state.host(backup))?;
+            let data = fsops::read(root, &state.path(backup), BACKUP_CAP)?;
             if sha256_hex(&data) != *sha256 {
                 return Err(io::Error::other(format!(
                     "backup {backup} does not match its recorded sha256"
                 )));
             }
-            if fs::symlink_metadata(&host).is_ok_and(|m| m.is_dir()) {
-                fsops::remove_tree(&host)?;
+            if now == Node::Dir {
+                fsops::remove_tree(root, at)?;
             }
-            fsops::write_atomic(&host, &data, *meta)
+            fsops::write_atomic(root, at, &data, *meta)
         }
     }
 }
@@ -473,8 +518,8 @@ impl std::fmt::Display for Recovery {
 /// Deal with an interrupted run (the caller holds the lock).
 pub fn recover(root: &Root) -> anyhow::Result<Recovery> {
     let state = StateDir::new(root);
-    let _ = fsops::remove_debris(&state.host("journal.json"));
-    let _ = fsops::remove_debris(&state.host("state.json"));
+    let _ = fsops::remove_debris(root, &state.path("journal.json"));
+    let _ = fsops::remove_debris(root, &state.path("state.json"));
     let Some(journal) = state.load_journal()? else {
         return Ok(Recovery::Nothing);
     };
@@ -542,12 +587,17 @@ fn finish_rollback(state: &StateDir) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use crate::{error, exit};
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     fn root_with_files() -> (tempfile::TempDir, Root) {
         let d = tempfile::tempdir().unwrap();
-        fs::create_dir_all(d.path().join("etc/modprobe.d")).unwrap();
-        fs::write(d.path().join("etc/modprobe.d/a.conf"), b"blacklist x\n").unwrap();
+        fs::create_dir_all(d.path().join("etc/vulkan/icd.d")).unwrap();
+        fs::write(
+            d.path().join("etc/vulkan/icd.d/rvl_panvk.aarch64.json"),
+            b"blacklist x\n",
+        )
+        .unwrap();
         fs::create_dir_all(d.path().join("boot")).unwrap();
         fs::create_dir_all(d.path().join("var/lib")).unwrap();
         symlink("vmlinuz-6.1", d.path().join("boot/Image")).unwrap();
@@ -596,8 +646,13 @@ mod tests {
         let (d, root) = root_with_files();
         let before = snapshot(d.path());
         let mut t = Txn::begin(&root, &["x".into()]).unwrap();
-        t.write_file("/etc/modprobe.d/a.conf", b"changed\n", 0o644, "x")
-            .unwrap();
+        t.write_file(
+            "/etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+            b"changed\n",
+            0o644,
+            "x",
+        )
+        .unwrap();
         t.write_file(
             "/etc/u-boot-menu/conf.d/rvl.conf",
             b"U_BOOT_DEFAULT=l1\n",
@@ -610,7 +665,7 @@ mod tests {
         assert_ne!(snapshot(d.path()), before);
         // No backup copy sits where kmod would read it.
         assert_eq!(
-            fs::read_dir(d.path().join("etc/modprobe.d"))
+            fs::read_dir(d.path().join("etc/vulkan/icd.d"))
                 .unwrap()
                 .count(),
             1
@@ -627,14 +682,25 @@ mod tests {
         let (d, root) = root_with_files();
         let before = snapshot(d.path());
         let mut t = Txn::begin(&root, &["x".into()]).unwrap();
-        t.write_file("/etc/modprobe.d/a.conf", b"changed\n", 0o600, "x")
-            .unwrap();
-        t.write_file("/etc/new.conf", b"new\n", 0o644, "x").unwrap();
+        t.write_file(
+            "/etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+            b"changed\n",
+            0o600,
+            "x",
+        )
+        .unwrap();
+        t.write_file(
+            "/etc/environment.d/90-rvl-vulkan.conf",
+            b"new\n",
+            0o644,
+            "x",
+        )
+        .unwrap();
         drop(t); // the process "died": journal still there
         assert!(d.path().join("var/lib/rvl/journal.json").exists());
         assert!(matches!(
             recover(&root).unwrap(),
-            Recovery::UndidApply { entries: 2, .. }
+            Recovery::UndidApply { entries: 3, .. }
         ));
         assert_eq!(snapshot(d.path()), before);
         assert_eq!(recover(&root).unwrap(), Recovery::Nothing);
@@ -644,15 +710,25 @@ mod tests {
     fn mode_is_restored_with_content() {
         use std::os::unix::fs::PermissionsExt;
         let (d, root) = root_with_files();
-        let p = d.path().join("etc/modprobe.d/a.conf");
+        let p = d.path().join("etc/vulkan/icd.d/rvl_panvk.aarch64.json");
         fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
         let mut t = Txn::begin(&root, &[]).unwrap();
-        t.write_file("/etc/modprobe.d/a.conf", b"changed\n", 0o644, "x")
-            .unwrap();
+        t.write_file(
+            "/etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+            b"changed\n",
+            0o644,
+            "x",
+        )
+        .unwrap();
         t.commit().unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
         rollback(&root).unwrap();
-        assert_eq!(Meta::of(&p).unwrap().mode, 0o600);
+        assert_eq!(
+            Meta::of(&root, Path::new("/etc/vulkan/icd.d/rvl_panvk.aarch64.json"))
+                .unwrap()
+                .mode,
+            0o600
+        );
         assert_eq!(fs::read(&p).unwrap(), b"blacklist x\n");
     }
 
@@ -662,16 +738,16 @@ mod tests {
         fs::create_dir_all(d.path().join("usr/lib/firmware")).unwrap();
         symlink("/usr/lib", d.path().join("lib")).unwrap();
         let mut t = Txn::begin(&root, &[]).unwrap();
-        t.write_file("/lib/firmware/arm/fw.bin", b"fw", 0o644, "firmware")
+        t.write_file("/lib/firmware/arm/mali_fw.bin", b"fw", 0o644, "firmware")
             .unwrap();
         let applied = t.commit().unwrap();
         assert_eq!(
-            fs::read(d.path().join("usr/lib/firmware/arm/fw.bin")).unwrap(),
+            fs::read(d.path().join("usr/lib/firmware/arm/mali_fw.bin")).unwrap(),
             b"fw"
         );
         assert_eq!(
             applied.entries.last().unwrap().path,
-            "/usr/lib/firmware/arm/fw.bin"
+            "/usr/lib/firmware/arm/mali_fw.bin"
         );
     }
 
@@ -689,8 +765,13 @@ mod tests {
     fn tampered_backup_is_reported_not_restored() {
         let (d, root) = root_with_files();
         let mut t = Txn::begin(&root, &[]).unwrap();
-        t.write_file("/etc/modprobe.d/a.conf", b"changed\n", 0o644, "x")
-            .unwrap();
+        t.write_file(
+            "/etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+            b"changed\n",
+            0o644,
+            "x",
+        )
+        .unwrap();
         let applied = t.commit().unwrap();
         let Before::File { backup, .. } = &applied.entries[0].before else {
             panic!()
@@ -699,7 +780,7 @@ mod tests {
         let err = rollback(&root).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::ROLLBACK_INCOMPLETE);
         assert_eq!(
-            fs::read(d.path().join("etc/modprobe.d/a.conf")).unwrap(),
+            fs::read(d.path().join("etc/vulkan/icd.d/rvl_panvk.aarch64.json")).unwrap(),
             b"changed\n"
         );
     }

@@ -1,14 +1,14 @@
 //! One setup at a time per root: an exclusive `flock` on `/var/lib/rvl/lock`. The kernel drops
 //! it when the process ends, however it ends, so a crash never leaves a stale lock.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 
-use rustix::fs::{flock, FlockOperation};
+use rustix::fs::{flock, FlockOperation, Mode, OFlags};
 
 use super::journal::StateDir;
 use crate::error::Error;
-use crate::host::Root;
+use crate::host::{chase, Root};
 
 /// Held for as long as the value lives.
 #[derive(Debug)]
@@ -19,22 +19,28 @@ pub struct Lock {
 impl Lock {
     /// Take the lock or fail at once with exit status LOCKED, naming the holder's pid.
     pub fn acquire(root: &Root) -> anyhow::Result<Lock> {
-        let path = StateDir::new(root).host("lock");
+        let state = StateDir::new(root);
+        let path = state.host("lock");
         let denied = |e: io::Error| Error::io("cannot open the lock", &path, e);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(denied)?;
+        // The state directory is reached with no link on the way and the lock file is never a
+        // link: a planted `var/lib/rvl` link must not put the lock (or anything) outside the root.
+        let (dir, made) = chase::make_dirs(root, &state.path("")).map_err(denied)?;
+        let _ = made;
+        let fd = rustix::fs::openat(
+            dir.fd(),
+            "lock",
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| denied(e.into()))?;
+        let mut file = File::from(fd);
+        if !file.metadata().map_err(denied)?.is_file() {
+            return Err(denied(io::Error::other("not a regular file")).into());
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(denied)?;
         if let Err(e) = flock(&file, FlockOperation::NonBlockingLockExclusive) {
             if e == rustix::io::Errno::WOULDBLOCK {
                 let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
+                let _ = Read::by_ref(&mut file).take(32).read_to_string(&mut holder);
                 let holder = holder.trim();
                 let who = if holder.is_empty() {
                     String::new()

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod fault;
 pub mod fsops;
 pub mod journal;
+pub mod journal_check;
 pub mod lock;
 pub mod outcome;
 pub mod patches;
@@ -155,7 +156,17 @@ impl<'a> Run<'a> {
             ..fetch_options(&self.settings.vars)
         };
         let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
-        let done = apply::apply(&self.root, &report.plan, &cache, &self.series, progress)?;
+        let tools = apply::Tools {
+            stand_ins: self.settings.vars.root_tools.clone(),
+        };
+        let done = apply::apply(
+            &self.root,
+            &report.plan,
+            &cache,
+            &self.series,
+            progress,
+            &tools,
+        )?;
         report.applied = true;
         report.outcome = Some(done);
         report.remaining = Some(self.plan()?.step_names());

@@ -124,6 +124,9 @@ impl ApplyReport {
             outcome.steps.join(", "),
             self.place.flag
         );
+        for d in &outcome.deferred {
+            let _ = writeln!(s, "{} {}", style.yellow("!"), d);
+        }
         let remaining = self.remaining.as_deref().unwrap_or_default();
         if !remaining.is_empty() {
             let _ = writeln!(

@@ -254,8 +254,14 @@ pub fn artifacts(
 }
 
 /// `rvl setup --root ROOT --manifest MANIFEST`, downloads retried once and a stall given up
-/// after 5 s.
+/// after 5 s, system tools from the stand-ins in `tests/fixtures/setup/bin/` (rvl never runs
+/// the root's own; [`setup_without_stand_ins`] shows what happens then).
 pub fn setup(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
+    setup_without_stand_ins(root, manifest).env("RVL_ROOT_TOOLS", fixture_file("setup/bin"))
+}
+
+/// [`setup`] as a user runs it: no `RVL_ROOT_TOOLS`.
+pub fn setup_without_stand_ins(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
     rvl(&["setup"])
         .root(root)
         .arg("--manifest")
