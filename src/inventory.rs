@@ -149,9 +149,14 @@ pub struct LiveFacts {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserFacts {
+    /// The user the checks are about: this process's, or under sudo the invoking user's.
     pub euid: u32,
     /// Effective and supplementary group ids.
     pub groups: Vec<u32>,
+    /// Under `sudo`, the invoking user (`SUDO_USER`): the one who will run llama.cpp. Root's
+    /// own `access(2)` always passes, so the render-node check judges this user instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sudo_user: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,7 +170,11 @@ pub struct RenderAccess {
     pub gid: Option<u32>,
     /// Group name of `gid` from /etc/group.
     pub group: Option<String>,
-    /// `access(R_OK | W_OK)` succeeded for this user.
+    /// Owner of the node.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// This user may open the node read/write: `access(R_OK | W_OK)`, or under sudo the
+    /// node's mode bits judged for the invoking user.
     pub read_write: bool,
     pub access_error: Option<String>,
 }

@@ -141,13 +141,26 @@ pub enum ProfileSource {
     Flag,
 }
 
-/// `--board` named an id no profile has.
+/// `--board` named an id no profile has. Every verb prints it through this one `Display`, so
+/// doctor, setup and smoke-bench word it the same way.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no profile {id:?} (known: {known})")]
+#[error("--board: no board profile `{id}`{}; known: {known}", suggestion.as_ref().map(|s| format!(", did you mean `{s}`?")).unwrap_or_default())]
 pub struct UnknownBoard {
     pub id: String,
+    /// The known id closest to `id` when it is a likely typo.
+    pub suggestion: Option<String>,
     /// Every known id, comma-separated.
     pub known: String,
+}
+
+/// The known id a mistyped one most likely meant: the closest by Jaro-Winkler similarity, when
+/// it is close enough that the suggestion helps rather than confuses (clap uses the same 0.8).
+fn closest<'a>(id: &str, known: impl Iterator<Item = &'a str>) -> Option<String> {
+    known
+        .map(|k| (strsim::jaro_winkler(id, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k.to_string())
 }
 
 /// A set of profiles with lookups.
@@ -215,7 +228,7 @@ impl Profiles {
         compatible: Option<&[String]>,
     ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
         self.select(board, compatible)
-            .map_err(|e| anyhow::Error::from(Error::Usage(format!("--board: {e}"))))
+            .map_err(|e| anyhow::Error::from(Error::Usage(e.to_string())))
     }
 
     /// The selection rule every verb shares: `--board ID` wins, else the device tree's
@@ -229,6 +242,7 @@ impl Profiles {
         if let Some(id) = board {
             let p = self.by_id(id).ok_or_else(|| UnknownBoard {
                 id: id.to_string(),
+                suggestion: closest(id, self.list.iter().map(|p| p.id.as_str())),
                 known: self.known_ids(),
             })?;
             return Ok(Some((p, ProfileSource::Flag)));
@@ -381,6 +395,20 @@ mod tests {
         assert_eq!(unknown.id, "nope");
         assert_eq!(unknown.known, p.known_ids());
         assert!(p.known_ids().starts_with("boltzmann, ampere, "));
+    }
+
+    #[test]
+    fn a_mistyped_board_suggests_the_profile_it_most_likely_meant() {
+        let p = Profiles::builtin().unwrap();
+        let typo = p.select(Some("boltzman"), None).unwrap_err();
+        assert_eq!(typo.suggestion.as_deref(), Some("boltzmann"));
+        assert!(
+            typo.to_string().contains("did you mean `boltzmann`?"),
+            "{typo}"
+        );
+        let far = p.select(Some("raspberrypi"), None).unwrap_err();
+        assert_eq!(far.suggestion, None, "no suggestion for an unrelated name");
+        assert!(!far.to_string().contains("did you mean"));
     }
 
     #[test]

@@ -185,7 +185,7 @@ const SCENARIOS: &[Scenario] = &[
                 "kernel",
                 "fix",
                 &[
-                    "rvl setup --board boltzmann --only kernel",
+                    "sudo rvl setup --board boltzmann --only kernel",
                     "boots 7.0.0-rc3-marfrit-A1",
                 ],
             ),
@@ -341,11 +341,21 @@ fn broken_inputs_never_panic() {
         &check(&doc, "vulkan-icd")["evidence"].to_string(),
         &["not valid JSON"],
     );
-    // The human renderer copes with the same garbage.
-    rvl(&["doctor", "--no-vulkan"])
+    // The human renderer copes with the same garbage, in sentences: no Rust debug values.
+    let human = rvl(&["doctor", "--no-vulkan"])
         .root(fixture_dir("broken-inputs"))
         .run()
         .expect_code(exit::PROBLEMS);
+    for line in human.stdout().lines() {
+        assert!(
+            !line.contains("Error {") && !line.contains("kind:"),
+            "a debug value reaches the user: {line}"
+        );
+    }
+    says(
+        &check(&doc, "firmware")["summary"].to_string(),
+        &["mali_csffw.bin.zst", "zstd"],
+    );
 }
 
 #[test]

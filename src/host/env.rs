@@ -15,6 +15,8 @@ pub const NAMES: &[&str] = &[
     "VK_LOADER_DRIVERS_SELECT",
     "VK_LOADER_DRIVERS_DISABLE",
     "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
+    // Under sudo, the user whose render-node access matters.
+    "SUDO_USER",
 ];
 
 pub use crate::inventory::Env;

@@ -51,7 +51,15 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         let vulkan = opts.vulkan.then_some(live::VulkanLoad {
             library: opts.vulkan_library,
         });
-        live::probe(root, &render_nodes, env.get("XDG_RUNTIME_DIR"), vulkan)
+        live::probe(
+            root,
+            &render_nodes,
+            live::ProbeEnv {
+                xdg_runtime_dir: env.get("XDG_RUNTIME_DIR"),
+                sudo_user: env.get("SUDO_USER"),
+            },
+            vulkan,
+        )
     } else {
         Default::default()
     };
@@ -155,12 +163,15 @@ pub fn decompress(raw: &[u8], compression: Compression) -> Result<Vec<u8>, Strin
     let mut out = Vec::new();
     let res = match compression {
         Compression::None => return Ok(raw.to_vec()),
+        // ruzstd's errors print as Rust debug values; a person needs the sentence.
         Compression::Zstd => ruzstd::decoding::StreamingDecoder::new(raw)
-            .map_err(|e| e.to_string())
+            .map_err(|_| {
+                "the zstd frame header is missing or damaged (not a .zst file?)".to_string()
+            })
             .and_then(|d| {
                 d.take(FIRMWARE_CAP)
                     .read_to_end(&mut out)
-                    .map_err(|e| e.to_string())
+                    .map_err(|_| "the zstd data is damaged or cut short".to_string())
             }),
         Compression::Xz => xz2::read::XzDecoder::new(raw)
             .take(FIRMWARE_CAP)
@@ -528,9 +539,17 @@ mod tests {
             decompress(&xz.finish().unwrap(), Compression::Xz).unwrap(),
             image
         );
-        assert!(decompress(b"not zstd", Compression::Zstd)
-            .unwrap_err()
-            .starts_with("cannot decompress"));
+        let bad = decompress(b"not zstd", Compression::Zstd).unwrap_err();
+        assert!(bad.starts_with("cannot decompress"), "{bad}");
+        assert!(
+            !bad.contains("Error {") && !bad.contains("kind:"),
+            "a debug value: {bad}"
+        );
+        let cut = decompress(&zst[..zst.len() / 2], Compression::Zstd).unwrap_err();
+        assert!(
+            !cut.contains("Error {") && !cut.contains("kind:"),
+            "a debug value: {cut}"
+        );
         assert!(decompress(b"not xz", Compression::Xz).is_err());
     }
 

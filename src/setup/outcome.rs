@@ -118,7 +118,7 @@ impl ApplyReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\n{} applied {} ({}); undo with: rvl setup --rollback{}",
+            "\n{} applied {} ({}); undo with: sudo rvl setup --rollback{}",
             style.green("✓"),
             plural(outcome.steps.len(), "step", "steps"),
             outcome.steps.join(", "),
@@ -184,7 +184,7 @@ impl StatusReport {
         if let Some(j) = &self.interrupted {
             let _ = writeln!(
                 s,
-                "! an interrupted {} run ({}, {} touched) is pending: the next `rvl setup` or `rvl setup --rollback` finishes it",
+                "! an interrupted {} run ({}, {} touched) is pending: the next `sudo rvl setup` or `sudo rvl setup --rollback` finishes it",
                 j.kind,
                 j.id,
                 plural(j.entries.len(), "path", "paths")
