@@ -15,14 +15,18 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::edits::Edit;
 use super::fsops::{self, Meta};
+use super::rollback::{self, After};
 use crate::digest::sha256_hex;
 use crate::error::Error;
 use crate::host::Root;
 
 /// The state directory, as an in-root path.
 pub const STATE_DIR: &str = "/var/lib/rvl";
-const SCHEMA: u32 = 1;
+/// 2: entries carry `after` (what setup left) and `edits`; 1 (no `after`) is still read, and
+/// its entries are restored whole, as rvl did then.
+const SCHEMA: u32 = 2;
 
 /// What a path was before the transaction touched it: what undo brings back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,6 +53,12 @@ pub struct Entry {
     pub path: String,
     pub step: String,
     pub before: Before,
+    /// What setup left there when the run committed (none in schema 1 and in a journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+    /// Setup's own edits, for a file it edits line-wise (see `edits.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<Vec<Edit>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +85,12 @@ pub struct Journal {
     pub kind: RunKind,
     pub steps: Vec<String>,
     pub entries: Vec<Entry>,
+    /// A rollback's runs, newest first (empty in an apply's journal, or: every run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// A rollback with `--force`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 /// One applied transaction in `state.json`.
@@ -85,10 +101,22 @@ pub struct Applied {
     pub entries: Vec<Entry>,
 }
 
+/// A run that was rolled back completely, for `--status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolledBack {
+    pub id: String,
+    pub steps: Vec<String>,
+    pub paths: Vec<String>,
+    /// When, in seconds since the epoch.
+    pub at: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct State {
     pub schema_version: u32,
     pub transactions: Vec<Applied>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolled_back: Vec<RolledBack>,
 }
 
 /// Where the state files of one root live on the host.
@@ -113,23 +141,38 @@ impl StateDir {
     }
 
     pub fn load_journal(&self) -> anyhow::Result<Option<Journal>> {
-        load_json(&self.host("journal.json"))
+        let path = self.host("journal.json");
+        let j: Option<Journal> = load_json(&path)?;
+        if let Some(j) = &j {
+            known_schema(&path, j.schema_version)?;
+        }
+        Ok(j)
     }
 
     pub fn load_state(&self) -> anyhow::Result<State> {
-        Ok(load_json(&self.host("state.json"))?.unwrap_or(State {
-            schema_version: SCHEMA,
-            transactions: Vec::new(),
-        }))
+        let path = self.host("state.json");
+        let st: Option<State> = load_json(&path)?;
+        if let Some(st) = &st {
+            known_schema(&path, st.schema_version)?;
+        }
+        Ok(st
+            .map(|st| State {
+                schema_version: SCHEMA,
+                ..st
+            })
+            .unwrap_or(State {
+                schema_version: SCHEMA,
+                ..State::default()
+            }))
     }
 
     fn save_journal(&self, j: &Journal) -> anyhow::Result<()> {
         save_json(&self.host("journal.json"), j)
     }
 
-    fn save_state(&self, s: &State) -> anyhow::Result<()> {
+    pub(super) fn save_state(&self, s: &State) -> anyhow::Result<()> {
         let path = self.host("state.json");
-        if s.transactions.is_empty() {
+        if s.transactions.is_empty() && s.rolled_back.is_empty() {
             return fsops::remove_file(&path).map_err(|e| write_error(&path, e));
         }
         save_json(&path, s)
@@ -140,10 +183,22 @@ impl StateDir {
         fsops::remove_file(&path).map_err(|e| write_error(&path, e))
     }
 
-    fn drop_backups(&self, id: &str) {
+    pub(super) fn drop_backups(&self, id: &str) {
         // Best effort: stale backups waste space but never change behaviour.
         let _ = fs::remove_dir_all(self.host(&format!("backups/{id}")));
     }
+}
+
+/// Schema 1 and 2 are read; a newer one is refused rather than misread.
+fn known_schema(path: &Path, v: u32) -> anyhow::Result<()> {
+    if (1..=SCHEMA).contains(&v) {
+        return Ok(());
+    }
+    Err(Error::Journal(format!(
+        "{}: schema_version {v} is not one this rvl reads (1 to {SCHEMA}); it was written by another rvl version",
+        path.display()
+    ))
+    .into())
 }
 
 fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
@@ -198,6 +253,8 @@ impl Txn {
             kind: RunKind::Apply,
             steps: steps.to_vec(),
             entries: Vec::new(),
+            targets: Vec::new(),
+            force: false,
         };
         state.save_journal(&journal)?;
         Ok(Txn { state, journal })
@@ -260,6 +317,8 @@ impl Txn {
             path,
             step: step.to_string(),
             before,
+            after: None,
+            edits: None,
         })
     }
 
@@ -286,6 +345,8 @@ impl Txn {
                 path: s.clone(),
                 step: step.to_string(),
                 before: Before::AbsentDir,
+                after: None,
+                edits: None,
             })?;
             let host = self.root().join(&dir);
             fs::create_dir(&host).map_err(|e| write_error(&host, e))?;
@@ -344,10 +405,15 @@ impl Txn {
     /// Make the transaction permanent: append it to `state.json`, then drop the journal.
     pub fn commit(self) -> anyhow::Result<Applied> {
         let mut state = self.state.load_state()?;
+        let mut entries = self.journal.entries.clone();
+        // What setup left at each path: what a later rollback compares the tree with.
+        for e in &mut entries {
+            rollback::seal(&self.state, e)?;
+        }
         let applied = Applied {
             id: self.journal.id.clone(),
             steps: self.journal.steps.clone(),
-            entries: self.journal.entries.clone(),
+            entries,
         };
         if !applied.entries.is_empty() {
             state.transactions.push(applied.clone());
@@ -384,7 +450,7 @@ fn undo_entries(state: &StateDir, entries: &[Entry]) -> anyhow::Result<()> {
     }
 }
 
-fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
+pub(super) fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
     let host = state.root.join(&e.path);
     fsops::remove_debris(&host)?;
     let now = fs::symlink_metadata(&host).ok();
@@ -494,48 +560,39 @@ pub fn recover(root: &Root) -> anyhow::Result<Recovery> {
             })
         }
         RunKind::Rollback => {
-            finish_rollback(&state)?;
+            let ids = if journal.targets.is_empty() {
+                rollback::select(&state.load_state()?, &rollback::Options::default())?
+            } else {
+                journal.targets.clone()
+            };
+            rollback::finish(&state, &ids, journal.force)?;
             state.clear_journal()?;
             Ok(Recovery::FinishedRollback { id: journal.id })
         }
     }
 }
 
-/// Undo every applied transaction, newest first (the caller holds the lock and has recovered).
-/// Returns the paths restored or removed.
-pub fn rollback(root: &Root) -> anyhow::Result<Vec<Entry>> {
+/// Undo the runs `opts` selects, newest first (the caller holds the lock and has recovered),
+/// or with `dry_run` only say what that would do.
+pub fn rollback(root: &Root, opts: &rollback::Options) -> anyhow::Result<Vec<rollback::RunUndo>> {
     let state = StateDir::new(root);
     let st = state.load_state()?;
-    if st.transactions.is_empty() {
-        return Ok(Vec::new());
+    let ids = rollback::select(&st, opts)?;
+    if opts.dry_run || ids.is_empty() {
+        return rollback::plan(&state, &ids, opts.force);
     }
-    let undone: Vec<Entry> = st
-        .transactions
-        .iter()
-        .rev()
-        .flat_map(|t| t.entries.iter().rev().cloned())
-        .collect();
     state.save_journal(&Journal {
         schema_version: SCHEMA,
         id: new_id(),
         kind: RunKind::Rollback,
         steps: Vec::new(),
         entries: Vec::new(),
+        targets: ids.clone(),
+        force: opts.force,
     })?;
-    finish_rollback(&state)?;
+    let done = rollback::finish(&state, &ids, opts.force)?;
     state.clear_journal()?;
-    Ok(undone)
-}
-
-fn finish_rollback(state: &StateDir) -> anyhow::Result<()> {
-    let mut st = state.load_state()?;
-    while let Some(last) = st.transactions.last().cloned() {
-        undo_entries(state, &last.entries)?;
-        st.transactions.pop();
-        state.save_state(&st)?;
-        state.drop_backups(&last.id);
-    }
-    Ok(())
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -544,12 +601,17 @@ mod tests {
     use crate::{error, exit};
     use std::os::unix::fs::symlink;
 
+    fn all() -> rollback::Options {
+        rollback::Options::default()
+    }
+
     fn root_with_files() -> (tempfile::TempDir, Root) {
         let d = tempfile::tempdir().unwrap();
         fs::create_dir_all(d.path().join("etc/modprobe.d")).unwrap();
         fs::write(d.path().join("etc/modprobe.d/a.conf"), b"blacklist x\n").unwrap();
         fs::create_dir_all(d.path().join("boot")).unwrap();
         fs::create_dir_all(d.path().join("var/lib")).unwrap();
+        fs::write(d.path().join("boot/vmlinuz-6.1"), b"kernel").unwrap();
         symlink("vmlinuz-6.1", d.path().join("boot/Image")).unwrap();
         let root = Root::new(d.path());
         (d, root)
@@ -615,11 +677,14 @@ mod tests {
                 .count(),
             1
         );
-        let undone = rollback(&root).unwrap();
-        assert_eq!(undone.len(), 5, "{undone:?}");
+        let undone = rollback(&root, &all()).unwrap();
+        assert_eq!(undone[0].paths.len(), 5, "{undone:?}");
+        assert_eq!(undone[0].refused().count(), 0, "{undone:?}");
         assert_eq!(snapshot(d.path()), before);
-        assert!(!d.path().join("var/lib/rvl/state.json").exists());
-        assert!(rollback(&root).unwrap().is_empty());
+        let st = StateDir::new(&root).load_state().unwrap();
+        assert!(st.transactions.is_empty());
+        assert_eq!(st.rolled_back[0].paths.len(), 5);
+        assert!(rollback(&root, &all()).unwrap().is_empty());
     }
 
     #[test]
@@ -651,7 +716,7 @@ mod tests {
             .unwrap();
         t.commit().unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-        rollback(&root).unwrap();
+        rollback(&root, &all()).unwrap();
         assert_eq!(Meta::of(&p).unwrap().mode, 0o600);
         assert_eq!(fs::read(&p).unwrap(), b"blacklist x\n");
     }
@@ -680,7 +745,7 @@ mod tests {
         let (d, root) = root_with_files();
         fs::create_dir_all(d.path().join("var/lib/rvl")).unwrap();
         fs::write(d.path().join("var/lib/rvl/state.json"), b"{ nope").unwrap();
-        let err = rollback(&root).unwrap_err();
+        let err = rollback(&root, &all()).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
         assert!(err.to_string().contains("state.json: line 1"), "{err}");
     }
@@ -696,11 +761,78 @@ mod tests {
             panic!()
         };
         fs::write(d.path().join("var/lib/rvl").join(backup), b"evil").unwrap();
-        let err = rollback(&root).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::ROLLBACK_INCOMPLETE);
+        let runs = rollback(&root, &all()).unwrap();
+        let refused: Vec<_> = runs[0].refused().collect();
+        assert!(
+            refused[0].reason.as_deref().unwrap().contains("does not match its recorded sha256"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            StateDir::new(&root).load_state().unwrap().transactions.len(),
+            1,
+            "the refused path stays rolled-back-able"
+        );
         assert_eq!(
             fs::read(d.path().join("etc/modprobe.d/a.conf")).unwrap(),
             b"changed\n"
         );
+    }
+
+    #[test]
+    fn a_boot_link_is_never_pointed_back_at_a_missing_kernel() {
+        let (d, root) = root_with_files();
+        let mut t = Txn::begin(&root, &[]).unwrap();
+        t.symlink("/boot/Image", "vmlinuz-7.0", "kernel").unwrap();
+        t.commit().unwrap();
+        fs::remove_file(d.path().join("boot/vmlinuz-6.1")).unwrap();
+        let runs = rollback(&root, &all()).unwrap();
+        let refused: Vec<_> = runs[0].refused().collect();
+        assert_eq!(refused[0].path, "/boot/Image");
+        assert!(
+            refused[0].reason.as_deref().unwrap().contains("vmlinuz-6.1, which is missing"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            fs::read_link(d.path().join("boot/Image")).unwrap(),
+            Path::new("vmlinuz-7.0")
+        );
+    }
+
+    #[test]
+    fn a_file_changed_after_setup_is_refused_unless_forced() {
+        let (d, root) = root_with_files();
+        let conf = d.path().join("etc/modprobe.d/a.conf");
+        let mut t = Txn::begin(&root, &[]).unwrap();
+        t.write_file("/etc/modprobe.d/a.conf", b"setup\n", 0o644, "x")
+            .unwrap();
+        t.commit().unwrap();
+        fs::write(&conf, b"admin\n").unwrap();
+        let runs = rollback(&root, &all()).unwrap();
+        assert_eq!(runs[0].refused().count(), 1);
+        assert_eq!(fs::read(&conf).unwrap(), b"admin\n");
+        let forced = rollback::Options {
+            force: true,
+            ..all()
+        };
+        let runs = rollback(&root, &forced).unwrap();
+        assert_eq!(runs[0].refused().count(), 0, "{runs:?}");
+        assert_eq!(fs::read(&conf).unwrap(), b"blacklist x\n");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_schema_1_is_still_read() {
+        let (d, root) = root_with_files();
+        let dir = d.path().join("var/lib/rvl");
+        fs::create_dir_all(&dir).unwrap();
+        let v1 = r#"{"schema_version":1,"transactions":[{"id":"1-1","steps":["x"],"entries":[{"path":"/etc/new.conf","step":"x","before":{"was":"absent"}}]}]}"#;
+        fs::write(dir.join("state.json"), v1).unwrap();
+        fs::write(d.path().join("etc/new.conf"), b"edited later").unwrap();
+        // Schema 1 has no `after`: its entries are restored as rvl did then.
+        assert_eq!(rollback(&root, &all()).unwrap()[0].refused().count(), 0);
+        assert!(!d.path().join("etc/new.conf").exists());
+        fs::write(dir.join("state.json"), v1.replace(":1,", ":99,")).unwrap();
+        let err = rollback(&root, &all()).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert!(err.to_string().contains("schema_version 99"), "{err}");
     }
 }
