@@ -333,7 +333,9 @@ fn undo_default(
 
 /// The kernel an extlinux.conf boots by default, when it names one.
 pub fn extlinux_default_kernel(text: &str) -> Option<String> {
-    Extlinux::parse(text).default_entry().and_then(|e| e.linux.clone())
+    Extlinux::parse(text)
+        .default_entry()
+        .and_then(|e| e.linux.clone())
 }
 
 #[cfg(test)]
@@ -351,7 +353,8 @@ mod tests {
         let setup = "root:x:0:\nvideo:x:44:bob,alice\nrender:x:105:alice\n";
         let edits = derive(Format::Group, GROUP, setup).unwrap();
         assert_eq!(edits.len(), 2, "{edits:?}");
-        let later = format!("{setup}docker:x:999:alice\n").replace("render:x:105:alice", "render:x:105:alice,carol");
+        let later = format!("{setup}docker:x:999:alice\n")
+            .replace("render:x:105:alice", "render:x:105:alice,carol");
         let undone = undo(&later, &edits, &always).unwrap();
         assert_eq!(
             undone,
@@ -362,7 +365,14 @@ mod tests {
     #[test]
     fn a_removed_group_line_is_not_an_edit_setup_makes() {
         assert_eq!(derive(Format::Group, GROUP, "root:x:0:\n"), None);
-        assert_eq!(derive(Format::Group, GROUP, "root:x:0:\nvideo:x:44:\nrender:x:105:\n"), None);
+        assert_eq!(
+            derive(
+                Format::Group,
+                GROUP,
+                "root:x:0:\nvideo:x:44:\nrender:x:105:\n"
+            ),
+            None
+        );
     }
 
     #[test]
@@ -396,7 +406,12 @@ mod tests {
 
     #[test]
     fn the_default_goes_back_to_the_old_kernel_only_while_it_exists() {
-        let edits = derive(Format::Extlinux, &ext("l1", &["7", "6"]), &ext("l0", &["7", "6"])).unwrap();
+        let edits = derive(
+            Format::Extlinux,
+            &ext("l1", &["7", "6"]),
+            &ext("l0", &["7", "6"]),
+        )
+        .unwrap();
         // A newer kernel shifted the labels: the old kernel is now l2.
         let later = ext("l1", &["8", "7", "6"]);
         let undone = undo(&later, &edits, &always).unwrap();

@@ -764,11 +764,19 @@ mod tests {
         let runs = rollback(&root, &all()).unwrap();
         let refused: Vec<_> = runs[0].refused().collect();
         assert!(
-            refused[0].reason.as_deref().unwrap().contains("does not match its recorded sha256"),
+            refused[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("does not match its recorded sha256"),
             "{refused:?}"
         );
         assert_eq!(
-            StateDir::new(&root).load_state().unwrap().transactions.len(),
+            StateDir::new(&root)
+                .load_state()
+                .unwrap()
+                .transactions
+                .len(),
             1,
             "the refused path stays rolled-back-able"
         );
@@ -789,7 +797,11 @@ mod tests {
         let refused: Vec<_> = runs[0].refused().collect();
         assert_eq!(refused[0].path, "/boot/Image");
         assert!(
-            refused[0].reason.as_deref().unwrap().contains("vmlinuz-6.1, which is missing"),
+            refused[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("vmlinuz-6.1, which is missing"),
             "{refused:?}"
         );
         assert_eq!(

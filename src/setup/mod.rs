@@ -287,7 +287,12 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
         return Ok(SetupOutcome::Rollback(RollbackReport::new(
             true,
             journal::Recovery::Nothing,
-            pending.map(|j| format!("an interrupted {} run ({}) is pending; the rollback finishes it first", j.kind, j.id)),
+            pending.map(|j| {
+                format!(
+                    "an interrupted {} run ({}) is pending; the rollback finishes it first",
+                    j.kind, j.id
+                )
+            }),
             runs,
             place,
         )));

@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use super::apply;
 use super::journal::{Applied, Journal, Recovery, RolledBack};
-use super::rollback::{self, Act, RunUndo};
 use super::plan::Plan;
 use super::render;
+use super::rollback::{self, Act, RunUndo};
 use crate::exit;
 use crate::host::Root;
 use crate::output::{escape_control, Outcome, Style};
@@ -211,7 +211,11 @@ impl RollbackReport {
             ("", "")
         };
         if self.dry_run {
-            let _ = writeln!(s, "{did} do this on {} (nothing changed yet):", self.place.desc);
+            let _ = writeln!(
+                s,
+                "{did} do this on {} (nothing changed yet):",
+                self.place.desc
+            );
         }
         for run in &self.runs {
             let _ = writeln!(
@@ -277,7 +281,9 @@ fn past(verb: &str) -> &str {
 }
 
 fn run_time(id: &str) -> String {
-    rollback::id_secs(id).map(rollback::utc).unwrap_or_else(|| "?".into())
+    rollback::id_secs(id)
+        .map(rollback::utc)
+        .unwrap_or_else(|| "?".into())
 }
 
 impl StatusReport {

@@ -275,14 +275,17 @@ pub fn decide(state: &StateDir, e: &Entry, force: bool) -> PathUndo {
     let untouched = e.after.as_ref().is_none_or(|a| same_as_after(&now, a));
     let (action, reason, d) = if untouched {
         restore_plan(state, e, &now)
-    } else if let (Some(list), Now::File { data, .. }) = (&e.edits, &now) {
+    } else if let (Some(list), Now::File { data, .. }, false) = (&e.edits, &now, force) {
         undo_edits_plan(state, e, list, data, &mut out.rewrite)
     } else if force {
         restore_plan(state, e, &now)
     } else {
         (
             Act::Refuse,
-            Some("changed since setup wrote it; pass --force to put the saved copy back anyway".into()),
+            Some(
+                "changed since setup wrote it; pass --force to put the saved copy back anyway"
+                    .into(),
+            ),
             None,
         )
     };
@@ -310,7 +313,9 @@ fn undo_edits_plan(
     match edits::undo(current, list, &exists) {
         Err(why) => (
             Act::Refuse,
-            Some(format!("changed since setup wrote it, and {why}")),
+            Some(format!(
+                "changed since setup wrote it, and {why}; pass --force to put the saved copy back anyway"
+            )),
             None,
         ),
         Ok(new) => {
@@ -386,7 +391,12 @@ pub fn plan(state: &StateDir, ids: &[String], force: bool) -> anyhow::Result<Vec
         .map(|t| RunUndo {
             id: t.id.clone(),
             steps: t.steps.clone(),
-            paths: t.entries.iter().rev().map(|e| decide(state, e, force)).collect(),
+            paths: t
+                .entries
+                .iter()
+                .rev()
+                .map(|e| decide(state, e, force))
+                .collect(),
         })
         .collect())
 }
