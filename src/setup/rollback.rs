@@ -155,17 +155,14 @@ pub struct Options {
     pub dry_run: bool,
 }
 
-fn same_as_before(root: &Root, now: &Now, before: &Before) -> bool {
+fn same_as_before(now: &Now, before: &Before) -> bool {
     match (before, now) {
         (Before::Absent | Before::AbsentDir, Now::Absent) => true,
         (Before::File { sha256, meta, .. }, Now::File { data, meta: m }) => {
             sha256_hex(data) == *sha256 && m == meta
         }
         (Before::Symlink { target }, Now::Link(t)) => t == target,
-        _ => {
-            let _ = root;
-            false
-        }
+        _ => false,
     }
 }
 
@@ -268,7 +265,7 @@ pub fn decide(state: &StateDir, e: &Entry, force: bool) -> PathUndo {
         };
         return out;
     }
-    if same_as_before(&state.root, &now, &e.before) {
+    if same_as_before(&now, &e.before) {
         return out;
     }
     // Entries of schema 1 carry no `after`: they are restored as rvl 1 did.
