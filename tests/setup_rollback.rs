@@ -109,6 +109,14 @@ fn rollback_never_points_the_default_at_a_kernel_that_was_removed() {
         status["applied"][0]["entries"][0]["path"],
         "/boot/extlinux/extlinux.conf"
     );
+    assert!(
+        status["applied"][0]["partly_rolled_back"].is_u64(),
+        "{status}"
+    );
+    b.run(&["--status"])
+        .expect_code(exit::OK)
+        .expect_stdout(": kernel (1 path), partly rolled back at ")
+        .expect_stdout("  /boot/extlinux/extlinux.conf\n");
 }
 
 #[test]

@@ -99,6 +99,10 @@ pub struct Applied {
     pub id: String,
     pub steps: Vec<String>,
     pub entries: Vec<Entry>,
+    /// Set when a rollback undid the rest of this run but refused `entries` (seconds since the
+    /// epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partly_rolled_back: Option<u64>,
 }
 
 /// A run that was rolled back completely, for `--status`.
@@ -414,6 +418,7 @@ impl Txn {
             id: self.journal.id.clone(),
             steps: self.journal.steps.clone(),
             entries,
+            partly_rolled_back: None,
         };
         if !applied.entries.is_empty() {
             state.transactions.push(applied.clone());

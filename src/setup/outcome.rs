@@ -293,9 +293,17 @@ impl StatusReport {
             let _ = writeln!(s, "setup has not changed {}.", self.place.desc);
         }
         for t in self.applied.iter().rev() {
+            let state = match t.partly_rolled_back {
+                Some(at) => format!(
+                    "partly rolled back at {}; these were refused (rvl setup --rollback --force{} puts them back)",
+                    rollback::utc(at),
+                    self.place.flag
+                ),
+                None => "not rolled back".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "run {} at {}: {} ({}), not rolled back",
+                "run {} at {}: {} ({}), {state}",
                 escape_control(&t.id),
                 run_time(&t.id),
                 escape_control(&t.steps.join(", ")),

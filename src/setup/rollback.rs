@@ -439,6 +439,7 @@ pub fn finish(state: &StateDir, ids: &[String], force: bool) -> anyhow::Result<V
             state.drop_backups(&t.id);
         } else {
             st.transactions[at].entries = kept;
+            st.transactions[at].partly_rolled_back = Some(now_secs());
             state.save_state(&st)?;
         }
         done.push(run);
