@@ -237,3 +237,32 @@ fn one_run_is_undone_alone_unless_a_later_run_depends_on_it() {
         .expect_code(exit::USAGE)
         .expect_stderr("no applied run no-such-run");
 }
+
+#[test]
+fn armbian_boot_links_stay_together_on_the_kernel_that_boots_when_the_old_one_is_gone() {
+    let b = Board::new("ampere-armbian");
+    b.run_as("rock", &["--board", "ampere", "--only", "kernel", "--yes"])
+        .expect_code(exit::OK);
+    let mainline = "vmlinuz-7.0.0-rc3-marfrit-A1";
+    assert_eq!(
+        std::fs::read_link(b.fx.join("boot/Image")).unwrap(),
+        std::path::Path::new(mainline)
+    );
+    b.fx.remove("boot/vmlinuz-6.1.75-vendor-rk35xx");
+    b.run(&["--rollback"])
+        .expect_code(exit::ROLLBACK_INCOMPLETE)
+        .expect_stdout(
+            "left /boot/Image: it would point at vmlinuz-6.1.75-vendor-rk35xx, which is missing",
+        );
+    for (link, to) in [
+        ("boot/Image", mainline),
+        ("boot/uInitrd", "uInitrd-7.0.0-rc3-marfrit-A1"),
+        ("boot/dtb", "dtb-7.0.0-rc3-marfrit-A1"),
+    ] {
+        assert_eq!(
+            std::fs::read_link(b.fx.join(link)).unwrap(),
+            std::path::Path::new(to),
+            "{link}"
+        );
+    }
+}

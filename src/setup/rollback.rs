@@ -182,8 +182,10 @@ fn text(data: &[u8]) -> Option<&str> {
         .flatten()
 }
 
-/// Restoring this entry must not make the board boot a kernel that is not there.
-fn boot_guard(state: &StateDir, e: &Entry) -> Result<(), String> {
+/// Restoring this entry must not make the board boot a kernel that is not there. Armbian's
+/// three links are one unit: a vendor initrd or device tree under a mainline kernel does not
+/// boot either, so they stay whenever `/boot/Image` cannot go back.
+fn boot_guard(state: &StateDir, e: &Entry, run: &[Entry]) -> Result<(), String> {
     let root = &state.root;
     match &e.before {
         Before::File { backup, .. } if e.path == EXTLINUX_CONF => {
@@ -198,20 +200,35 @@ fn boot_guard(state: &StateDir, e: &Entry) -> Result<(), String> {
         }
         Before::Symlink { target } if ARMBIAN_BOOT_LINKS.contains(&e.path.as_str()) => {
             let dir = Path::new(&e.path).parent().unwrap_or(Path::new("/"));
-            if root.exists(dir.join(target)) {
-                Ok(())
-            } else {
-                Err(format!(
+            if !root.exists(dir.join(target)) {
+                return Err(format!(
                     "it would point at {target}, which is missing now; the board would not boot, so the link stays"
-                ))
+                ));
+            }
+            let image = run.iter().find_map(|o| match &o.before {
+                Before::Symlink { target } if o.path == "/boot/Image" => Some(target),
+                _ => None,
+            });
+            match image {
+                Some(kernel) if e.path != "/boot/Image" && !root.exists(dir.join(kernel)) => {
+                    Err(format!(
+                        "/boot/Image cannot go back to {kernel}, which is missing now; this link stays with the kernel that boots"
+                    ))
+                }
+                _ => Ok(()),
             }
         }
         _ => Ok(()),
     }
 }
 
-fn restore_plan(state: &StateDir, e: &Entry, now: &Now) -> (Act, Option<String>, Option<String>) {
-    if let Err(why) = boot_guard(state, e) {
+fn restore_plan(
+    state: &StateDir,
+    e: &Entry,
+    run: &[Entry],
+    now: &Now,
+) -> (Act, Option<String>, Option<String>) {
+    if let Err(why) = boot_guard(state, e, run) {
         return (Act::Refuse, Some(why), None);
     }
     let current = match now {
@@ -239,8 +256,8 @@ fn restore_plan(state: &StateDir, e: &Entry, now: &Now) -> (Act, Option<String>,
     }
 }
 
-/// Decide what rollback does to one entry, looking at the tree now.
-pub fn decide(state: &StateDir, e: &Entry, force: bool) -> PathUndo {
+/// Decide what rollback does to one entry of a run, looking at the tree now.
+pub fn decide(state: &StateDir, e: &Entry, run: &[Entry], force: bool) -> PathUndo {
     let mut out = PathUndo {
         path: e.path.clone(),
         step: e.step.clone(),
@@ -271,11 +288,11 @@ pub fn decide(state: &StateDir, e: &Entry, force: bool) -> PathUndo {
     // Entries of schema 1 carry no `after`: they are restored as rvl 1 did.
     let untouched = e.after.as_ref().is_none_or(|a| same_as_after(&now, a));
     let (action, reason, d) = if untouched {
-        restore_plan(state, e, &now)
+        restore_plan(state, e, run, &now)
     } else if let (Some(list), Now::File { data, .. }, false) = (&e.edits, &now, force) {
         undo_edits_plan(state, e, list, data, &mut out.rewrite)
     } else if force {
-        restore_plan(state, e, &now)
+        restore_plan(state, e, run, &now)
     } else {
         (
             Act::Refuse,
@@ -392,7 +409,7 @@ pub fn plan(state: &StateDir, ids: &[String], force: bool) -> anyhow::Result<Vec
                 .entries
                 .iter()
                 .rev()
-                .map(|e| decide(state, e, force))
+                .map(|e| decide(state, e, &t.entries, force))
                 .collect(),
         })
         .collect())
@@ -415,7 +432,7 @@ pub fn finish(state: &StateDir, ids: &[String], force: bool) -> anyhow::Result<V
         };
         let mut kept = Vec::new();
         for e in t.entries.iter().rev() {
-            let mut p = decide(state, e, force);
+            let mut p = decide(state, e, &t.entries, force);
             if let Err(err) = execute(state, e, &p) {
                 p.action = Act::Refuse;
                 p.reason = Some(format!("could not be put back: {err}"));
