@@ -1,5 +1,7 @@
 //! Transactions over the system: a journal written before the first change, a backup of every
-//! file before it is replaced, and an undo that restores byte for byte.
+//! file before it is replaced, and an undo that restores byte for byte. At commit each entry is
+//! sealed with what setup left there, so a later `--rollback` (see `rollback.rs`) can tell
+//! setup's changes from the admin's.
 //!
 //! State lives under `/var/lib/rvl` in the root (never next to the files it protects: kmod
 //! reads every `*.conf` in `modprobe.d`, the Vulkan loader every `*.json` in `icd.d`):

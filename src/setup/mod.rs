@@ -2,7 +2,8 @@
 //!
 //! Flow: facts (read through the root) → plan (pure) → shown with diffs → confirmed → downloads
 //! verified → one journaled transaction → a second plan that must be empty. `--rollback` undoes
-//! every applied transaction byte for byte; `--status` shows them and any interrupted run.
+//! the applied transactions three-way (see `rollback.rs`: what changed since setup is kept);
+//! `--status` shows them, the rolled-back ones and any interrupted run.
 
 pub mod action;
 pub mod apply;
