@@ -110,6 +110,9 @@ pub struct BootEntry {
     /// Release taken from the `linux` path (`vmlinuz-<release>`).
     pub release: Option<String>,
     pub line: usize,
+    /// What the entry names that is not in the root, as `keyword path` (`initrd /boot/x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +137,9 @@ pub struct ArmbianFacts {
     /// Target of the `/boot/Image` link, and the release it names.
     pub image: Option<String>,
     pub image_release: Option<String>,
+    /// `/boot/Image` is a link to a file that is not there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub image_missing: bool,
 }
 
 /// Facts only the running system gives (see [`crate::host::live`]).

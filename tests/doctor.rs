@@ -790,3 +790,48 @@ fn next_boot_leaving_mainline_fails() {
         "leaves panthor's kernel",
     );
 }
+
+#[test]
+fn boot_default_fails_when_its_kernel_initrd_or_device_trees_are_missing() {
+    for (gone, named) in [
+        (
+            "boot/vmlinuz-7.0.0-rc3-marfrit-A1",
+            "linux /boot/vmlinuz-7.0.0-rc3-marfrit-A1",
+        ),
+        (
+            "boot/initrd.img-7.0.0-rc3-marfrit-A1",
+            "initrd /boot/initrd.img-7.0.0-rc3-marfrit-A1",
+        ),
+        (
+            "usr/lib/linux-image-7.0.0-rc3-marfrit-A1",
+            "fdtdir /usr/lib/linux-image-7.0.0-rc3-marfrit-A1/",
+        ),
+    ] {
+        let fx = Fixture::copy("boltzmann-mainline");
+        fx.remove(gone);
+        let out = doctor(&fx)
+            .args(&["--only", "boot-default"])
+            .run()
+            .expect_code(exit::PROBLEMS);
+        let doc = out.stdout_json();
+        expect_check(&doc, "boot-default", "fail", named);
+        expect_check(&doc, "boot-default", "fail", "will not boot it");
+        says(&fix(&doc, "boot-default"), &["u-boot-update"]);
+    }
+}
+
+#[test]
+fn armbian_boot_fails_when_the_image_link_dangles() {
+    let fx = Fixture::copy("ampere-gpu-disabled");
+    fx.remove("boot/vmlinuz-6.16.8-edge-rockchip64");
+    let out = doctor(&fx)
+        .args(&["--only", "boot-default"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    expect_check(
+        &out.stdout_json(),
+        "boot-default",
+        "fail",
+        "/boot/Image points at vmlinuz-6.16.8-edge-rockchip64, which is missing",
+    );
+}

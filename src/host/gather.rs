@@ -288,12 +288,34 @@ fn initramfs_facts(root: &Root, release: Option<&str>, wanted: &str) -> Initramf
 /// Boot configuration files are small; anything bigger is not one.
 const BOOT_CONF_CAP: u64 = 1 << 20;
 
+/// The files an extlinux entry names that are not there. U-Boot reads them from the partition
+/// holding extlinux.conf, which is `/boot` itself when /boot is a partition of its own: a path
+/// counts as present under either reading.
+fn missing_boot_files(root: &Root, e: &extlinux::Entry) -> Vec<String> {
+    let present = |p: &str, dir: bool| {
+        let at = |q: &str| if dir { root.is_dir(q) } else { root.exists(q) };
+        at(p) || at(&format!("/boot/{}", p.trim_start_matches('/')))
+    };
+    [
+        ("linux", &e.linux, false),
+        ("initrd", &e.initrd, false),
+        ("fdt", &e.fdt, false),
+        ("fdtdir", &e.fdtdir, true),
+    ]
+    .into_iter()
+    .filter_map(|(k, p, dir)| p.as_deref().map(|p| (k, p, dir)))
+    .filter(|(_, p, dir)| !present(p, *dir))
+    .map(|(k, p, _)| format!("{k} {p}"))
+    .collect()
+}
+
 fn boot_facts(root: &Root) -> BootFacts {
     let entry = |e: &extlinux::Entry| BootEntry {
         label: e.label.clone(),
         linux: e.linux.clone(),
         release: e.kernel_release(),
         line: e.line,
+        missing: missing_boot_files(root, e),
     };
     let extlinux = root
         .read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP)
@@ -337,6 +359,7 @@ fn boot_facts(root: &Root) -> BootFacts {
                 image_release: image
                     .as_deref()
                     .and_then(extlinux::release_from_kernel_path),
+                image_missing: image.is_some() && !root.exists("/boot/Image"),
                 image,
             }
         });
