@@ -23,4 +23,5 @@ pub mod output;
 pub mod profile;
 pub mod settings;
 pub mod setup;
+pub mod validate;
 pub mod vulkan;
