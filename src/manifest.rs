@@ -224,12 +224,13 @@ impl Manifest {
 
     /// Load a manifest file. Errors name the file and line and exit with `BAD_INPUT`.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::Error::from(Error::Manifest(format!(
-                "cannot read manifest {}: {e}",
-                path.display()
-            )))
-        })?;
+        let text = crate::host::root::read_regular_string(path, crate::host::root::INPUT_CAP)
+            .map_err(|e| {
+                anyhow::Error::from(Error::Manifest(format!(
+                    "cannot read manifest {}: {e}",
+                    path.display()
+                )))
+            })?;
         Self::parse(&text, &path.display().to_string())
     }
 

@@ -182,12 +182,13 @@ impl Profiles {
         files.sort();
         let mut list = Vec::new();
         for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                anyhow::Error::from(Error::Profile(format!(
-                    "cannot read profile {}: {e}",
-                    file.display()
-                )))
-            })?;
+            let text = crate::host::root::read_regular_string(&file, crate::host::root::INPUT_CAP)
+                .map_err(|e| {
+                    anyhow::Error::from(Error::Profile(format!(
+                        "cannot read profile {}: {e}",
+                        file.display()
+                    )))
+                })?;
             list.push(parse(&file.display().to_string(), &text)?);
         }
         if list.is_empty() {

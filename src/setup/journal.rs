@@ -147,7 +147,7 @@ impl StateDir {
 }
 
 fn load_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Option<T>> {
-    let text = match fs::read_to_string(path) {
+    let text = match crate::host::root::read_regular_string(path, crate::host::root::INPUT_CAP) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("cannot read", path, e).into()),
         Ok(t) => t,

@@ -1,0 +1,147 @@
+//! Files rvl is handed by name (`--manifest`, `--profiles`, `--compare`, `--save`) and setup's
+//! own state file, when they are hostile: FIFOs must not hang a run, and a `--save` that cannot
+//! be written is refused before any benchmarking. Each run gets a deadline, so a regression is a
+//! failure, not a hung test suite.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use rvl::exit;
+
+/// How long a run that should fail at once may take (debug build, loaded CI).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+struct Ran {
+    code: i32,
+    stderr: String,
+}
+
+/// `rvl ARGS` with an empty environment, killed when it passes the deadline (then the test
+/// fails, naming the command).
+fn run_with_deadline(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rvl"));
+    cmd.env_clear()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(p) = std::env::var_os("PATH") {
+        cmd.env("PATH", p);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            use std::io::Read;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return Ran {
+                code: status.code().expect("not killed by a signal"),
+                stderr,
+            };
+        }
+        if start.elapsed() > DEADLINE {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("rvl {args:?} still running after {DEADLINE:?}: a read blocked");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mkfifo(path: &Path) -> PathBuf {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+    path.to_path_buf()
+}
+
+#[test]
+fn a_fifo_as_the_manifest_is_refused_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir.path().join("manifest.yaml"));
+    let fx = Fixture::copy("boltzmann-mainline");
+    let ran = run_with_deadline(
+        &[
+            "doctor",
+            "--root",
+            fx.path().to_str().unwrap(),
+            "--manifest",
+            fifo.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, exit::BAD_INPUT, "{}", ran.stderr);
+    assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_fifo_in_the_profiles_directory_is_refused_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy("profiles/rock-5a.yaml", dir.path().join("a.yaml")).unwrap();
+    mkfifo(&dir.path().join("b.yaml"));
+    let fx = Fixture::copy("boltzmann-mainline");
+    let ran = run_with_deadline(
+        &[
+            "doctor",
+            "--root",
+            fx.path().to_str().unwrap(),
+            "--profiles",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.code, exit::BAD_INPUT, "{}", ran.stderr);
+    assert!(ran.stderr.contains("b.yaml"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_fifo_as_the_compare_file_is_refused_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = mkfifo(&dir.path().join("before.json"));
+    let ran = run_with_deadline(
+        &["smoke-bench", "--compare", fifo.to_str().unwrap()],
+        &[("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
+    );
+    assert_eq!(ran.code, exit::BAD_INPUT, "{}", ran.stderr);
+    assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_fifo_planted_as_setups_state_file_is_refused_without_hanging() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    std::fs::create_dir_all(fx.join("var/lib/rvl")).unwrap();
+    mkfifo(&fx.join("var/lib/rvl/state.json"));
+    let ran = run_with_deadline(
+        &["setup", "--root", fx.path().to_str().unwrap(), "--status"],
+        &[],
+    );
+    assert_ne!(ran.code, exit::OK, "{}", ran.stderr);
+    assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+}
+
+#[test]
+fn an_unwritable_save_path_is_refused_before_vulkan_is_even_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("missing-dir/result.json");
+    // No Vulkan here: today's order would stop at loading it (NO_VULKAN) or, with a device,
+    // bench for minutes and only then fail to save.
+    let ran = run_with_deadline(
+        &["smoke-bench", "--save", save.to_str().unwrap()],
+        &[("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
+    );
+    assert_eq!(ran.code, exit::PROBLEMS, "{}", ran.stderr);
+    assert!(ran.stderr.contains("--save"), "{}", ran.stderr);
+    assert!(!save.exists());
+}
