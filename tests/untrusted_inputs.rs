@@ -145,3 +145,28 @@ fn an_unwritable_save_path_is_refused_before_vulkan_is_even_loaded() {
     assert!(ran.stderr.contains("--save"), "{}", ran.stderr);
     assert!(!save.exists());
 }
+
+#[test]
+fn sixteen_thousand_icd_manifests_are_deduplicated_in_linear_time() {
+    let fx = Fixture::copy("duplicate-icds");
+    let dir = fx.join("usr/share/vulkan/icd.d");
+    let body = std::fs::read(dir.join("panfrost_icd.aarch64.json")).unwrap();
+    for i in 0..16_000 {
+        std::fs::write(dir.join(format!("panfrost_icd.{i}.json")), &body).unwrap();
+    }
+    let start = Instant::now();
+    let ran = run_with_deadline(
+        &["doctor", "--root", fx.path().to_str().unwrap(), "--json"],
+        &[],
+    );
+    let took = start.elapsed();
+    eprintln!("doctor on 16k manifests: {took:?}");
+    assert!(
+        ran.code == exit::OK || ran.code == exit::PROBLEMS,
+        "{}",
+        ran.stderr
+    );
+    // Quadratic de-duplication took 15 s here; the reads themselves take about 2 s even
+    // in a debug build on a loaded machine.
+    assert!(took < Duration::from_secs(10), "doctor took {took:?}");
+}

@@ -339,16 +339,17 @@ fn boot_facts(root: &Root) -> BootFacts {
 fn icd_facts(root: &Root, env: &Env) -> IcdFacts {
     let search = icd::search_path(env);
     let mut manifests: Vec<ManifestFile> = Vec::new();
-    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    // A set, not a list: an image can hold thousands of manifests, and a linear look-up per
+    // file made this quadratic.
+    let mut seen: std::collections::HashSet<std::path::PathBuf> = Default::default();
     let mut visit = |path: String| {
         // The same file reached through two directories is read once, like the loader does.
         let canon = root
             .canonicalize(&path)
             .unwrap_or_else(|_| path.clone().into());
-        if seen.contains(&canon) {
+        if !seen.insert(canon) {
             return;
         }
-        seen.push(canon);
         manifests.push(manifest_file(root, &path));
     };
     for entry in &search.entries {

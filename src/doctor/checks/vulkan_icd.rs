@@ -81,11 +81,12 @@ fn sort_panvk<'a>(icd: &'a IcdFacts, env: &Env) -> Panvk<'a> {
         .iter()
         .filter_map(|m| icd::filtered_out(env, &m.path).map(|why| (m.path.as_str(), why)))
         .collect();
+    let hidden_paths: std::collections::HashSet<&str> = hidden.iter().map(|(p, _)| *p).collect();
     let usable = all
         .iter()
         .copied()
         .filter(|m| m.library_found.is_some())
-        .filter(|m| !hidden.iter().any(|(p, _)| *p == m.path))
+        .filter(|m| !hidden_paths.contains(m.path.as_str()))
         .collect();
     Panvk {
         all,
