@@ -52,10 +52,15 @@ pub fn check_writable(path: &Path) -> Result<(), Error> {
 /// one (`schema_version` + the report fields). Anything else is a clear BAD_INPUT error
 /// naming the file.
 pub fn load(path: &Path) -> Result<Value, Error> {
-    let bad = |msg: String| Error::BadInput(format!("--compare {}: {msg}", path.display()));
     let text = crate::host::root::read_regular_string(path, crate::host::root::INPUT_CAP)
-        .map_err(|e| bad(e.to_string()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        .map_err(|e| Error::BadInput(format!("--compare {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// [`load`]'s checks on text already read; `name` is what errors call the file.
+pub fn parse(text: &str, name: &str) -> Result<Value, Error> {
+    let bad = |msg: String| Error::BadInput(format!("--compare {name}: {msg}"));
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
         bad(format!(
             "not JSON (line {}, column {}): {e}",
             e.line(),
