@@ -170,3 +170,63 @@ fn sixteen_thousand_icd_manifests_are_deduplicated_in_linear_time() {
     // in a debug build on a loaded machine.
     assert!(took < Duration::from_secs(10), "doctor took {took:?}");
 }
+
+/// `rvl doctor --json` on a fixture copy; the finding `id` from its checks.
+fn doctor_check(fx: &Fixture, id: &str) -> serde_json::Value {
+    let out = common::rvl(&["doctor", "--json"])
+        .root(fx.path())
+        .arg("--manifest")
+        .arg(common::fixture_file("stub-manifest.yaml"))
+        .run();
+    let doc = out.stdout_json();
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} check: {doc}"))
+        .clone()
+}
+
+#[test]
+fn an_oversized_osrelease_is_reported_as_too_large_and_gets_no_reboot_fix() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.write("proc/sys/kernel/osrelease", "7".repeat(5000));
+    let boot = doctor_check(&fx, "boot-default");
+    assert!(
+        !boot["fix"].as_str().unwrap_or("").contains("reboot"),
+        "{boot}"
+    );
+    assert!(
+        boot["summary"].as_str().unwrap().contains("too large"),
+        "{boot}"
+    );
+    let kernel = doctor_check(&fx, "kernel");
+    assert!(
+        kernel["summary"].as_str().unwrap().contains("too large"),
+        "{kernel}"
+    );
+}
+
+#[test]
+fn an_oversized_or_fifo_extlinux_conf_is_reported_as_what_it_is_not_as_missing() {
+    for (plant, expected) in [("big", "too large"), ("fifo", "not a regular file")] {
+        let fx = Fixture::copy("boltzmann-mainline");
+        let conf = fx.join("boot/extlinux/extlinux.conf");
+        std::fs::remove_file(&conf).unwrap();
+        if plant == "big" {
+            std::fs::write(&conf, "#".repeat((1 << 20) + 1)).unwrap();
+        } else {
+            mkfifo(&conf);
+        }
+        let boot = doctor_check(&fx, "boot-default");
+        assert_eq!(boot["status"], "fail", "{plant}: {boot}");
+        let summary = boot["summary"].as_str().unwrap();
+        assert!(summary.contains(expected), "{plant}: {boot}");
+        assert!(summary.contains("extlinux.conf"), "{plant}: {boot}");
+        assert!(
+            !summary.contains("not found") && !summary.contains("no /boot"),
+            "{boot}"
+        );
+    }
+}

@@ -83,12 +83,16 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
 }
 
 fn kernel(root: &Root) -> KernelFacts {
-    let release = super::kernel::running_release(root);
+    let (release, release_error) = match super::kernel::read_release(root) {
+        Ok(r) => (r, None),
+        Err(e) => (None, Some(e)),
+    };
     KernelFacts {
         config: kernel_config(root, release.as_deref()),
         modules: sysfs::gpu_modules(root),
         kbase_version: sysfs::kbase_version(root),
         release,
+        release_error,
     }
 }
 
@@ -284,18 +288,25 @@ fn boot_facts(root: &Root) -> BootFacts {
         release: e.kernel_release(),
         line: e.line,
     };
-    let extlinux = root
-        .read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP)
-        .ok()
-        .map(|b| {
-            let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
-            ExtlinuxFacts {
-                path: ubootmenu::EXTLINUX_CONF.to_string(),
-                default_label: conf.default_label().map(str::to_string),
-                default_entry: conf.default_entry().map(entry),
-                entries: conf.entries().iter().map(entry).collect(),
-            }
-        });
+    let read = root.read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP);
+    // There but unreadable is a finding of its own, never "not found".
+    let extlinux_error = match &read {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(format!(
+            "cannot read {}: {}",
+            ubootmenu::EXTLINUX_CONF,
+            super::root::describe(e)
+        )),
+        _ => None,
+    };
+    let extlinux = read.ok().map(|b| {
+        let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
+        ExtlinuxFacts {
+            path: ubootmenu::EXTLINUX_CONF.to_string(),
+            default_label: conf.default_label().map(str::to_string),
+            default_entry: conf.default_entry().map(entry),
+            entries: conf.entries().iter().map(entry).collect(),
+        }
+    });
     let uboot_menu = super::boot::uboot_menu_installed(root).then(|| {
         let menu = super::boot::uboot_menu(root);
         let setting = menu.get("U_BOOT_DEFAULT");
@@ -331,6 +342,7 @@ fn boot_facts(root: &Root) -> BootFacts {
         });
     BootFacts {
         extlinux,
+        extlinux_error,
         uboot_menu,
         armbian,
     }

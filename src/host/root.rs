@@ -247,6 +247,24 @@ fn too_large(path: &Path, cap: u64) -> io::Error {
     )
 }
 
+/// An IO error in words for a finding: "permission denied", "too large (…)", the rest as is.
+pub fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        io::ErrorKind::FileTooLarge => {
+            let msg = e.to_string();
+            match msg.rsplit_once(" is larger than ") {
+                Some((_, cap)) => format!("too large (more than {cap})"),
+                None => format!("too large ({msg})"),
+            }
+        }
+        io::ErrorKind::InvalidInput if e.to_string().ends_with("is not a regular file") => {
+            "not a regular file".to_string()
+        }
+        _ => e.to_string(),
+    }
+}
+
 /// The same error, the host path in its message replaced by the in-root one.
 fn named(e: io::Error, in_root: &Path) -> io::Error {
     match e.kind() {
