@@ -23,5 +23,6 @@ pub mod output;
 pub mod profile;
 pub mod settings;
 pub mod setup;
+pub mod shell;
 pub mod validate;
 pub mod vulkan;

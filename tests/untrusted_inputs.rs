@@ -230,3 +230,27 @@ fn an_oversized_or_fifo_extlinux_conf_is_reported_as_what_it_is_not_as_missing()
         );
     }
 }
+
+#[test]
+fn a_driver_name_with_shell_syntax_is_quoted_in_the_fix_command() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    let evil = "x;reboot;#";
+    std::fs::create_dir_all(fx.join(&format!("sys/bus/platform/drivers/{evil}"))).unwrap();
+    let link = fx.join("sys/devices/platform/fb000000.gpu/driver");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(format!("../../../bus/platform/drivers/{evil}"), &link).unwrap();
+    let gpu = doctor_check(&fx, "gpu-driver");
+    assert_eq!(gpu["status"], "fail", "{gpu}");
+    let fix = gpu["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("sudo tee '/sys/bus/platform/drivers/x;reboot;#/unbind'"),
+        "{fix}"
+    );
+    // Pasted into a shell, the command up to ", then" runs nothing but echo and tee.
+    let cmd = fix.split(", then").next().unwrap();
+    assert!(
+        !cmd.replace("'/sys/bus/platform/drivers/x;reboot;#/unbind'", "")
+            .contains(';'),
+        "{cmd}"
+    );
+}

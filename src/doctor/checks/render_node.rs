@@ -135,7 +135,8 @@ fn judge_access(ctx: &Context, node: &RenderNode, access: &RenderAccess) -> Find
             format!("this user cannot open {} ({why})", node.dev_path),
         )
         .fix(format!(
-            "sudo usermod -aG {group} \"$USER\", then log out and back in (or {})",
+            "sudo usermod -aG {} \"$USER\", then log out and back in (or {})",
+            crate::shell::quote(&group),
             ctx.setup("access")
         ));
     }

@@ -142,7 +142,7 @@ fn duplicates(ctx: &Context, usable: &[&ManifestFile]) -> Finding {
     )
     .fix(format!(
         "keep one: export {DRIVER_FILES_VAR}={} or remove the others ({})",
-        paths[0],
+        crate::shell::quote(paths[0]),
         ctx.setup("icd")
     ))
 }
