@@ -254,3 +254,47 @@ fn a_driver_name_with_shell_syntax_is_quoted_in_the_fix_command() {
         "{cmd}"
     );
 }
+
+/// duplicate-icds has two panvk manifests; naming one in VK_DRIVER_FILES resolves the warning.
+const ONE_ICD: &str = "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json";
+
+fn vulkan_icd_with(fx: &Fixture, host_env: Option<&str>) -> serde_json::Value {
+    let mut cmd = common::rvl(&["doctor", "--json", "--only", "vulkan-icd"])
+        .root(fx.path())
+        .arg("--manifest")
+        .arg(common::fixture_file("stub-manifest.yaml"));
+    if let Some(v) = host_env {
+        cmd = cmd.env("VK_DRIVER_FILES", v);
+    }
+    let doc = cmd.run().stdout_json();
+    doc["checks"][0].clone()
+}
+
+#[test]
+fn the_hosts_vk_driver_files_does_not_decide_vulkan_icd_for_a_foreign_root() {
+    let fx = Fixture::copy("duplicate-icds");
+    let without = vulkan_icd_with(&fx, None);
+    assert_eq!(without["status"], "warn", "{without}");
+    let with_host_var = vulkan_icd_with(&fx, Some(ONE_ICD));
+    assert_eq!(with_host_var["status"], "warn", "{with_host_var}");
+    let ev = with_host_var["evidence"].to_string();
+    assert!(ev.contains("the image's"), "{ev}");
+}
+
+#[test]
+fn the_images_environment_d_decides_vulkan_icd_for_a_foreign_root() {
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write(
+        "etc/environment.d/90-rvl-vulkan.conf",
+        format!("VK_DRIVER_FILES={ONE_ICD}\n"),
+    );
+    let f = vulkan_icd_with(&fx, None);
+    assert_eq!(f["status"], "pass", "{f}");
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write(
+        "etc/profile.d/rvl-vulkan.sh",
+        format!("export VK_DRIVER_FILES={ONE_ICD}\n"),
+    );
+    let f = vulkan_icd_with(&fx, None);
+    assert_eq!(f["status"], "pass", "{f}");
+}

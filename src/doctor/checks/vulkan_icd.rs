@@ -24,6 +24,15 @@ pub fn check(ctx: &Context) -> Finding {
     let icd = &ctx.inv.vulkan_icd;
     let panvk = sort_panvk(icd, &ctx.inv.env);
     let mut ev = evidence(icd);
+    if !ctx.inv.live {
+        ev.insert(
+            0,
+            format!(
+                "environment: the image's ({}), not this shell's",
+                crate::host::env::IMAGE_FILES
+            ),
+        );
+    }
     ev.extend(
         panvk
             .hidden
