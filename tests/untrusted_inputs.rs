@@ -298,3 +298,52 @@ fn the_images_environment_d_decides_vulkan_icd_for_a_foreign_root() {
     let f = vulkan_icd_with(&fx, None);
     assert_eq!(f["status"], "pass", "{f}");
 }
+
+#[test]
+fn a_manifest_firmware_path_that_climbs_out_is_refused_before_setup_plans_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("evil.yaml");
+    let text = std::fs::read_to_string("firmware-manifest/manifest.yaml")
+        .unwrap()
+        .replace(
+            "path: arm/mali/arch10.8/mali_csffw.bin",
+            "path: ../../../../etc/passwd",
+        );
+    std::fs::write(&manifest, text).unwrap();
+    let fx = Fixture::copy("boltzmann-mainline");
+    let before = common::roots::snapshot(fx.path());
+    common::rvl(&["setup", "--dry-run", "--yes", "--only", "firmware"])
+        .root(fx.path())
+        .arg("--manifest")
+        .arg(&manifest)
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("evil.yaml: firmware `csffw-arch10.8-2026`: path");
+    common::roots::assert_same(&before, &common::roots::snapshot(fx.path()));
+}
+
+#[test]
+fn a_profile_overlay_with_a_newline_cannot_reach_armbian_env() {
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir("profiles").unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let ampere = dir.path().join("ampere.yaml");
+    let text = std::fs::read_to_string(&ampere).unwrap().replace(
+        "armbian_panthor: panthor-gpu",
+        "armbian_panthor: \"panthor-gpu\\nextraargs=init=/bin/sh\"",
+    );
+    std::fs::write(&ampere, text).unwrap();
+    let fx = Fixture::copy("ampere-gpu-disabled");
+    common::rvl(&["setup", "--dry-run", "--yes", "--board", "ampere"])
+        .root(fx.path())
+        .arg("--profiles")
+        .arg(dir.path())
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("ampere.yaml")
+        .expect_stderr("overlays.armbian_panthor");
+}
