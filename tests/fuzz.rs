@@ -317,3 +317,17 @@ fn fuzz_kernel_releases_and_config() {
         rvl::kernelcfg::KernelConfig::parse(&t);
     });
 }
+
+#[test]
+fn fuzz_image_environment_and_shell_quoting() {
+    fuzz("environment", |b| {
+        let t = text(b);
+        for (name, value) in rvl::host::env::parse_assignments(&t) {
+            assert!(
+                !name.is_empty() && !value.contains('\n'),
+                "{name}={value:?}"
+            );
+        }
+        rvl::shell::quote(&t);
+    });
+}
