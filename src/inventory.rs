@@ -34,6 +34,9 @@ pub struct Inventory {
 pub struct KernelFacts {
     /// Running release from proc/sys/kernel/osrelease.
     pub release: Option<String>,
+    /// Why osrelease is there but could not be read (permission, size, file type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_error: Option<String>,
     /// The kernel configuration, when readable.
     pub config: Option<KernelConfigFacts>,
     /// GPU-related modules present in /sys/module (loaded or built in with a sysfs entry).
@@ -87,6 +90,9 @@ impl GpuFacts {
 pub struct BootFacts {
     /// `/boot/extlinux/extlinux.conf`, when present.
     pub extlinux: Option<ExtlinuxFacts>,
+    /// Why extlinux.conf is there but could not be read (permission, size, file type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extlinux_error: Option<String>,
     /// Debian u-boot-menu, when installed (it regenerates extlinux.conf).
     pub uboot_menu: Option<UbootMenuFacts>,
     /// Armbian's boot.scr setup (`/boot/armbianEnv.txt` + the `/boot/Image` link).

@@ -138,17 +138,6 @@ pub fn escape_control(text: &str) -> String {
 
 /// Print text on stdout. A closed stdout (`rvl doctor | head -1`) ends the output quietly,
 /// as `cat` does: the reader has what it wanted, and the verb's status still stands.
-/// A word a person pastes into a shell: kept as is when it holds only safe characters, else
-/// single-quoted (`x;reboot;#` stays one inert argument).
-pub fn shell_quote(word: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_./:=@%+,-".contains(c);
-    if !word.is_empty() && word.chars().all(safe) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 pub fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -175,14 +164,6 @@ pub fn indented_tail(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shell_words_are_quoted_only_when_needed() {
-        assert_eq!(shell_quote("alice"), "alice");
-        assert_eq!(shell_quote("x;reboot;#"), "'x;reboot;#'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
-    }
 
     #[test]
     fn control_bytes_are_escaped_but_newlines_kept() {

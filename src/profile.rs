@@ -195,12 +195,13 @@ impl Profiles {
         files.sort();
         let mut list = Vec::new();
         for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                anyhow::Error::from(Error::Profile(format!(
-                    "cannot read profile {}: {e}",
-                    file.display()
-                )))
-            })?;
+            let text = crate::host::root::read_regular_string(&file, crate::host::root::INPUT_CAP)
+                .map_err(|e| {
+                    anyhow::Error::from(Error::Profile(format!(
+                        "cannot read profile {}: {e}",
+                        file.display()
+                    )))
+                })?;
             list.push(parse(&file.display().to_string(), &text)?);
         }
         if list.is_empty() {
@@ -313,7 +314,51 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
             "bad board profile {name}: `id` and `match` must not be empty"
         ))));
     }
+    check_fields(&profile).map_err(|e| {
+        anyhow::Error::from(Error::Profile(format!("bad board profile {name}: {e}")))
+    })?;
     Ok(profile)
+}
+
+/// Profile values end up in boot configuration (`overlays=` of armbianEnv.txt, extlinux labels),
+/// firmware paths and fix commands written or run as root: each must have the shape its use
+/// needs (see `crate::validate`), and no value may carry a newline or other control byte.
+fn check_fields(p: &Profile) -> Result<(), String> {
+    use crate::validate::{control_free, file_name, relative_path, version};
+    let field = |name: &str, value: &str, rule: fn(&str) -> Result<(), String>| {
+        rule(value).map_err(|e| format!("`{name}` {e}"))
+    };
+    field("id", &p.id, file_name)?;
+    field("name", &p.name, control_free)?;
+    for m in &p.matches {
+        field("match", m, control_free)?;
+    }
+    for c in &p.gpu.compatible {
+        field("gpu.compatible", c, control_free)?;
+    }
+    field("gpu.name", &p.gpu.name, control_free)?;
+    field("gpu.firmware", &p.gpu.firmware, relative_path)?;
+    field("kernel.min_mainline", &p.kernel.min_mainline, version)?;
+    for (which, k) in [
+        ("mainline", &p.kernel.mainline),
+        ("vendor", &p.kernel.vendor),
+    ] {
+        if let Some(k) = k {
+            field(&format!("kernel.{which}.release"), &k.release, version)?;
+            if let Some(pkg) = &k.package {
+                field(&format!("kernel.{which}.package"), pkg, file_name)?;
+            }
+        }
+    }
+    for (name, o) in [
+        ("overlays.armbian_panthor", &p.overlays.armbian_panthor),
+        ("overlays.radxa_kbase", &p.overlays.radxa_kbase),
+    ] {
+        if let Some(o) = o {
+            field(name, o, file_name)?;
+        }
+    }
+    Ok(())
 }
 
 /// saphyr's message can carry a source snippet over several lines and starts with its own
@@ -437,6 +482,43 @@ mod tests {
             .collect();
         let msg = parse("p.yaml", &no_gpu).unwrap_err().to_string();
         assert!(msg.contains("gpu"), "{msg}");
+    }
+
+    #[test]
+    fn a_newline_in_an_overlay_name_cannot_inject_a_boot_argument() {
+        let base = std::fs::read_to_string("profiles/boltzmann.yaml").unwrap();
+        let bad = base.replace(
+            "radxa_kbase: rk3588-mali-enable",
+            "radxa_kbase: \"x\\nextraargs=init=/bin/sh\"",
+        );
+        assert_ne!(bad, base, "fixture line changed");
+        let err = parse("profiles/b.yaml", &bad).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("profiles/b.yaml"), "{msg}");
+        assert!(msg.contains("overlays.radxa_kbase"), "{msg}");
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn a_firmware_path_that_climbs_and_a_release_with_a_slash_are_refused() {
+        let base = std::fs::read_to_string("profiles/boltzmann.yaml").unwrap();
+        for (from, to, field) in [
+            (
+                "firmware: arm/mali/arch10.8/mali_csffw.bin",
+                "firmware: ../../../../etc/passwd",
+                "gpu.firmware",
+            ),
+            (
+                "release: 7.0.0-rc3-marfrit-A1",
+                "release: ../../x",
+                "kernel.mainline.release",
+            ),
+        ] {
+            let bad = base.replace(from, to);
+            assert_ne!(bad, base, "{from}");
+            let msg = parse("p.yaml", &bad).unwrap_err().to_string();
+            assert!(msg.contains(field), "{msg}");
+        }
     }
 
     #[test]

@@ -577,20 +577,19 @@ fn uncompressed_firmware_wins_over_updates_zst() {
 
 #[test]
 fn vk_driver_files_override_is_honoured() {
-    let doc = report(
-        doctor(fixture_dir("duplicate-icds"))
-            .args(&["--only", "vulkan-icd"])
-            .env(
-                "VK_DRIVER_FILES",
-                "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json",
-            ),
-        exit::OK,
+    // Under --root the image's login environment counts (etc/environment.d), not this shell's.
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write(
+        "etc/environment.d/90-vk.conf",
+        "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json\n",
     );
+    let doc = report(doctor(fx.path()).args(&["--only", "vulkan-icd"]), exit::OK);
     expect(&doc, &[("vulkan-icd", "pass")]);
 
-    let doc = doctor(fixture_dir("duplicate-icds"))
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write("etc/environment", "VK_ICD_FILENAMES=/nowhere/lvp.json\n");
+    let doc = doctor(fx.path())
         .args(&["--only", "vulkan-icd"])
-        .env("VK_ICD_FILENAMES", "/nowhere/lvp.json")
         .run()
         .stdout_json();
     expect_check(&doc, "vulkan-icd", "fail", "VK_ICD_FILENAMES");
@@ -764,10 +763,13 @@ fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
 
 #[test]
 fn loader_driver_filters_can_hide_panvk() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.write(
+        "etc/profile.d/vk.sh",
+        "export VK_LOADER_DRIVERS_DISABLE='*panfrost*'\n",
+    );
     let doc = report(
-        doctor(fixture_dir("boltzmann-mainline"))
-            .args(&["--only", "vulkan-icd"])
-            .env("VK_LOADER_DRIVERS_DISABLE", "*panfrost*"),
+        doctor(fx.path()).args(&["--only", "vulkan-icd"]),
         exit::PROBLEMS,
     );
     says(&summary(&doc, "vulkan-icd"), &["hidden"]);

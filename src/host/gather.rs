@@ -91,12 +91,16 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
 }
 
 fn kernel(root: &Root) -> KernelFacts {
-    let release = super::kernel::running_release(root);
+    let (release, release_error) = match super::kernel::read_release(root) {
+        Ok(r) => (r, None),
+        Err(e) => (None, Some(e)),
+    };
     KernelFacts {
         config: kernel_config(root, release.as_deref()),
         modules: sysfs::gpu_modules(root),
         kbase_version: sysfs::kbase_version(root),
         release,
+        release_error,
     }
 }
 
@@ -317,18 +321,25 @@ fn boot_facts(root: &Root) -> BootFacts {
         line: e.line,
         missing: missing_boot_files(root, e),
     };
-    let extlinux = root
-        .read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP)
-        .ok()
-        .map(|b| {
-            let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
-            ExtlinuxFacts {
-                path: ubootmenu::EXTLINUX_CONF.to_string(),
-                default_label: conf.default_label().map(str::to_string),
-                default_entry: conf.default_entry().map(entry),
-                entries: conf.entries().iter().map(entry).collect(),
-            }
-        });
+    let read = root.read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP);
+    // There but unreadable is a finding of its own, never "not found".
+    let extlinux_error = match &read {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(format!(
+            "cannot read {}: {}",
+            ubootmenu::EXTLINUX_CONF,
+            super::root::describe(e)
+        )),
+        _ => None,
+    };
+    let extlinux = read.ok().map(|b| {
+        let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
+        ExtlinuxFacts {
+            path: ubootmenu::EXTLINUX_CONF.to_string(),
+            default_label: conf.default_label().map(str::to_string),
+            default_entry: conf.default_entry().map(entry),
+            entries: conf.entries().iter().map(entry).collect(),
+        }
+    });
     let uboot_menu = super::boot::uboot_menu_installed(root).then(|| {
         let menu = super::boot::uboot_menu(root);
         let setting = menu.get("U_BOOT_DEFAULT");
@@ -365,6 +376,7 @@ fn boot_facts(root: &Root) -> BootFacts {
         });
     BootFacts {
         extlinux,
+        extlinux_error,
         uboot_menu,
         armbian,
     }
@@ -373,16 +385,17 @@ fn boot_facts(root: &Root) -> BootFacts {
 fn icd_facts(root: &Root, env: &Env) -> IcdFacts {
     let search = icd::search_path(env);
     let mut manifests: Vec<ManifestFile> = Vec::new();
-    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    // A set, not a list: an image can hold thousands of manifests, and a linear look-up per
+    // file made this quadratic.
+    let mut seen: std::collections::HashSet<std::path::PathBuf> = Default::default();
     let mut visit = |path: String| {
         // The same file reached through two directories is read once, like the loader does.
         let canon = root
             .canonicalize(&path)
             .unwrap_or_else(|_| path.clone().into());
-        if seen.contains(&canon) {
+        if !seen.insert(canon) {
             return;
         }
-        seen.push(canon);
         manifests.push(manifest_file(root, &path));
     };
     for entry in &search.entries {

@@ -25,6 +25,11 @@ pub fn check(ctx: &Context) -> Finding {
     }
     let boot = &ctx.inv.boot;
     // U-Boot's distro boot tries extlinux.conf before boot.scr, so it wins over Armbian's files.
+    if let (None, Some(e)) = (&boot.extlinux, &boot.extlinux_error) {
+        // U-Boot reads it before boot.scr: what it holds decides the next boot, and we cannot tell.
+        return Finding::fail(ID, format!("{e}: cannot tell which kernel boots next"))
+            .fix("check /boot/extlinux/extlinux.conf: it must be a readable file under 1 MiB");
+    }
     let next = if let Some(x) = &boot.extlinux {
         match from_extlinux(x, boot.uboot_menu.as_ref()) {
             Ok(next) => next,
@@ -220,6 +225,15 @@ fn judge(ctx: &Context, next: Next) -> Finding {
             Finding::warn(ID, summary)
         };
         return finding.evidence(ev).fix(mainline_fix(ctx));
+    }
+    if let (None, Some(e)) = (running, &ctx.inv.kernel.release_error) {
+        // No reboot advice when the running kernel is unknown: it may be this one already.
+        return Finding::warn(
+            ID,
+            format!("{summary}; the running kernel is unknown ({e})"),
+        )
+        .evidence(ev)
+        .fix("see the kernel check: /proc/sys/kernel/osrelease must be readable to compare");
     }
     if running != Some(release.as_str()) {
         let running = running.unwrap_or("?");

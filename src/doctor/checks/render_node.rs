@@ -132,7 +132,7 @@ fn invoker_word(ctx: &Context) -> String {
         .user
         .as_ref()
         .and_then(|u| u.sudo_user.as_deref())
-        .map(crate::output::shell_quote)
+        .map(|n| crate::shell::quote(n).into_owned())
         .unwrap_or_else(|| "\"$USER\"".into())
 }
 
@@ -153,7 +153,8 @@ fn judge_access(ctx: &Context, node: &RenderNode, access: &RenderAccess) -> Find
             .unwrap_or_else(|| "this user".into());
         return Finding::fail(ID, format!("{who} cannot open {} ({why})", node.dev_path)).fix(
             format!(
-                "sudo usermod -aG {group} {}, then log out and back in (or {})",
+                "sudo usermod -aG {} {}, then log out and back in (or {})",
+                crate::shell::quote(&group),
                 invoker_word(ctx),
                 ctx.setup("access")
             ),
