@@ -43,6 +43,7 @@ pub fn render(r: &Report, style: Style) -> String {
         best_kernels,
         diagnostics,
         problems,
+        skipped_for_time,
         notes,
     ] {
         section(&mut o, r, style);
@@ -352,6 +353,35 @@ fn problems(o: &mut String, r: &Report, style: Style) {
             let _ = writeln!(o, "  ✗ {b}");
         }
     }
+}
+
+/// How much screening the time budget left out, so a quick run says what it did not measure.
+fn skipped_for_time(o: &mut String, r: &Report, style: Style) {
+    let (mut skipped, mut all, mut at) = (0, 0, Vec::new());
+    for u in &r.ubatches {
+        let n = u
+            .screens
+            .iter()
+            .filter(|s| s.reason.as_deref() == Some(super::sweep::SKIPPED_FOR_TIME))
+            .count();
+        if n > 0 {
+            at.push(u.ubatch.to_string());
+        }
+        skipped += n;
+        all += u.screens.len();
+    }
+    if skipped == 0 {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{}",
+        style.yellow(&format!(
+            "skipped for time: {skipped} of {all} kernel screens (at ubatch {}); --full runs them all",
+            at.join(", ")
+        ))
+    );
 }
 
 /// The run's notes, dimmed.

@@ -40,6 +40,12 @@ const SCREEN_SHARE: f64 = 0.5;
 /// The llama.cpp-tiles stack runs after the best one has used part of the share; it gets this
 /// multiple of the share so that it can still record as many layers.
 const LLAMA_STACK_SHARE: f64 = 1.5;
+/// The first ubatch ranks the variants for the later ones, so its screening may take this part
+/// of the precision's whole budget (the later, ranked ubatches then need fewer screens).
+const RANKING_SHARE: f64 = 0.3;
+/// The reason a screen left out to keep the run's time budget carries (the human output
+/// counts them by it).
+pub const SKIPPED_FOR_TIME: &str = "time budget of this run (use --full)";
 /// Most whole-stack warm-up submissions.
 const MAX_STACK_WARMUP: usize = 50;
 
@@ -405,9 +411,20 @@ impl Sweep<'_, '_> {
         ));
         let full = self.plan.size == Size::Full;
         let mut screens = Vec::new();
+        // Wall time each variant's screens took (compile, upload, check and timing included):
+        // the measured cost the budget check expects the next variant to have.
+        let mut costs_s: Vec<f64> = Vec::new();
+        let floor_s = self.screen_floor_s(layer, ops.ub, &distinct);
         for (vi, spec) in variants.iter().enumerate() {
             let elapsed_s = budget.started.elapsed().as_secs_f64();
-            let over_budget = screening_over_budget(vi, full, try_all, elapsed_s, budget.share_s);
+            let estimate_s = next_variant_estimate_s(&costs_s, floor_s);
+            let limit_s = screening_limit_s(
+                budget.share_s,
+                try_all,
+                self.plan.budget_s() / layer.n_precisions.max(1) as f64,
+            );
+            let over_budget = screening_over_budget(vi, full, elapsed_s + estimate_s, limit_s);
+            let variant_started = Instant::now();
             for &gi in &distinct {
                 let g = &layer.model[gi];
                 // A skipped screen counts the model's outputs; a run one those it computed, under
@@ -421,8 +438,24 @@ impl Sweep<'_, '_> {
                     }
                 }
             }
+            if !over_budget {
+                costs_s.push(variant_started.elapsed().as_secs_f64());
+            }
         }
         screens
+    }
+
+    /// The least time one variant's screens can take: their FLOPs at the device's measured
+    /// peak, once checked and `reps` times timed. Zero when the peak is unknown.
+    fn screen_floor_s(&self, layer: &Layer, ub: u32, distinct: &[usize]) -> f64 {
+        let Some(peak) = peak_for(self.peaks, layer.p).filter(|g| *g > 0.0) else {
+            return 0.0;
+        };
+        let runs = (self.plan.reps() + 1) as f64;
+        distinct
+            .iter()
+            .map(|&gi| layer.run[gi].flops(ub) / (peak * 1e9) * runs)
+            .sum()
     }
 
     /// Screen one kernel on GEMM `gi` as run: time it alone, then read the result back and check
@@ -720,23 +753,40 @@ fn distinct_shapes(layer: &[Gemm]) -> Vec<usize> {
     distinct
 }
 
-/// Whether variant `vi` of a ubatch is past screening's part of the time share. The first
-/// variant always runs, so that every ubatch has a stack; the first ubatch tries every variant
-/// (it ranks them for the others), and so does a --full run.
-fn screening_over_budget(
-    vi: usize,
-    full: bool,
-    try_all: bool,
-    elapsed_s: f64,
-    share_s: f64,
-) -> bool {
-    vi > 0 && !full && !try_all && elapsed_s > share_s * SCREEN_SHARE
+/// Whether variant `vi` of a ubatch would end past its screening limit, given the time it
+/// would end at (`ends_s`: elapsed plus its estimate). Checked before the screen runs, so a
+/// slow device stops before it overshoots, not after. The first variant always runs, so that
+/// every ubatch has a stack; a --full run tries everything.
+fn screening_over_budget(vi: usize, full: bool, ends_s: f64, limit_s: f64) -> bool {
+    vi > 0 && !full && ends_s > limit_s
+}
+
+/// Seconds a ubatch may spend screening: half its share of the run. The first ubatch ranks
+/// the variants for all the others (which then try them fastest-first), so it may also use
+/// [`RANKING_SHARE`] of the precision's whole budget, even when its own FLOP share is tiny.
+fn screening_limit_s(share_s: f64, ranking: bool, precision_budget_s: f64) -> f64 {
+    let own = share_s * SCREEN_SHARE;
+    if ranking {
+        own.max(precision_budget_s * RANKING_SHARE)
+    } else {
+        own
+    }
+}
+
+/// What the next variant's screens will cost: the mean of the variants measured so far in
+/// this ubatch, never less than the peak-rate floor.
+fn next_variant_estimate_s(costs_s: &[f64], floor_s: f64) -> f64 {
+    if costs_s.is_empty() {
+        return floor_s;
+    }
+    let mean = costs_s.iter().sum::<f64>() / costs_s.len() as f64;
+    mean.max(floor_s)
 }
 
 /// Why a screen is not run, if it is not.
 fn screen_skip_reason(over_budget: bool, device_lost: bool) -> Option<&'static str> {
     if over_budget {
-        Some("time budget of this run (use --full)")
+        Some(SKIPPED_FOR_TIME)
     } else if device_lost {
         Some("device lost")
     } else {
@@ -1101,27 +1151,48 @@ mod tests {
     }
 
     #[test]
-    fn screening_drops_later_variants_past_half_the_share_unless_told_not_to() {
-        // (variant, full, try_all, elapsed) with a 10 s share.
-        assert!(screening_over_budget(1, false, false, 5.1, 10.0));
-        assert!(!screening_over_budget(1, false, false, 5.0, 10.0));
+    fn screening_stops_before_a_variant_would_end_past_its_limit() {
+        // (variant, full, elapsed + estimate, limit)
+        assert!(screening_over_budget(1, false, 5.1, 5.0));
+        assert!(!screening_over_budget(1, false, 5.0, 5.0));
         assert!(
-            !screening_over_budget(0, false, false, 99.0, 10.0),
+            !screening_over_budget(0, false, 99.0, 5.0),
             "the first always runs"
         );
         assert!(
-            !screening_over_budget(1, true, false, 99.0, 10.0),
+            !screening_over_budget(1, true, 99.0, 5.0),
             "--full tries all"
         );
-        assert!(
-            !screening_over_budget(1, false, true, 99.0, 10.0),
-            "the first ubatch too"
+    }
+
+    #[test]
+    fn the_ranking_ubatch_may_use_part_of_the_whole_budget_and_no_more() {
+        // A small first ubatch of an 8 s quick run: its own FLOP share is 0.1 s.
+        assert_eq!(screening_limit_s(0.1, false, 8.0), 0.05);
+        let ranking = screening_limit_s(0.1, true, 8.0);
+        assert!((ranking - 8.0 * RANKING_SHARE).abs() < 1e-9, "{ranking}");
+        assert!(ranking < 8.0, "bounded: --quick keeps its budget");
+        assert_eq!(
+            screening_limit_s(20.0, true, 8.0),
+            10.0,
+            "its own share when larger"
+        );
+    }
+
+    #[test]
+    fn the_next_variant_is_expected_to_cost_what_the_measured_ones_did() {
+        assert_eq!(next_variant_estimate_s(&[], 0.25), 0.25, "peak floor first");
+        assert_eq!(next_variant_estimate_s(&[1.0, 3.0], 0.25), 2.0);
+        assert_eq!(
+            next_variant_estimate_s(&[0.1], 0.25),
+            0.25,
+            "never below the floor"
         );
     }
 
     #[test]
     fn a_skipped_screen_says_budget_before_device_lost() {
-        let budget = Some("time budget of this run (use --full)");
+        let budget = Some(SKIPPED_FOR_TIME);
         assert_eq!(screen_skip_reason(true, true), budget);
         assert_eq!(screen_skip_reason(true, false), budget);
         assert_eq!(screen_skip_reason(false, true), Some("device lost"));
