@@ -203,7 +203,13 @@ const SCENARIOS: &[Scenario] = &[
         ],
         says: &[
             ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
-            ("gpu-driver", "fix", &["--board ampere --only gpu-overlay"]),
+            // rvl ships no overlay for ampere yet: the fix is the manual step, not a setup
+            // step that would do nothing.
+            (
+                "gpu-driver",
+                "fix",
+                &["enable &gpu with a device-tree overlay that sets mali-supply"],
+            ),
         ],
     },
     // Panthor's probe failed for missing firmware.

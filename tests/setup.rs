@@ -64,11 +64,15 @@ fn step_names(plan: &serde_json::Value) -> Vec<String> {
 
 /// Apply, check the second plan is empty, roll back, check the tree is what it was.
 fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
+    round_trip_of(fixture_name, board, BASIC, check_applied)
+}
+
+fn round_trip_of(fixture_name: &str, board: &str, steps: &str, check_applied: impl Fn(&Path)) {
     let b = Board::new(fixture_name);
     let root = b.root();
     let before = snapshot(root);
 
-    let plan = b.json_plan(board, BASIC);
+    let plan = b.json_plan(board, steps);
     assert!(step_names(&plan).contains(&"kernel".to_string()), "{plan}");
     assert_same(&before, &snapshot(root)); // --dry-run changes nothing
     assert!(
@@ -76,7 +80,7 @@ fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
         "--dry-run must not create state"
     );
 
-    b.run_as_rock(&["--board", board, "--only", BASIC, "--yes"])
+    b.run_as_rock(&["--board", board, "--only", steps, "--yes"])
         .expect_code(exit::OK)
         .expect_stdout("applied");
     check_applied(root);
@@ -86,7 +90,7 @@ fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
         .unwrap()
         .contains("render:x:105:rock\n"));
 
-    let again = b.json_plan(board, BASIC);
+    let again = b.json_plan(board, steps);
     assert!(
         step_names(&again).is_empty(),
         "second plan not empty: {again}"
@@ -143,25 +147,31 @@ fn hand_written_extlinux_round_trip_keeps_every_other_byte() {
 
 #[test]
 fn ampere_armbian_round_trip_repoints_the_boot_links() {
-    round_trip("ampere-armbian", "ampere", |root| {
-        for (link, target) in [
-            ("boot/Image", format!("vmlinuz-{MAINLINE}")),
-            ("boot/uInitrd", format!("uInitrd-{MAINLINE}")),
-            ("boot/dtb", format!("dtb-{MAINLINE}")),
-        ] {
+    // gpu-overlay is blocked on ampere's mainline kernel until an overlay ships for it.
+    round_trip_of(
+        "ampere-armbian",
+        "ampere",
+        "kernel,firmware,access",
+        |root| {
+            for (link, target) in [
+                ("boot/Image", format!("vmlinuz-{MAINLINE}")),
+                ("boot/uInitrd", format!("uInitrd-{MAINLINE}")),
+                ("boot/dtb", format!("dtb-{MAINLINE}")),
+            ] {
+                assert_eq!(
+                    fs::read_link(root.join(link)).unwrap().to_string_lossy(),
+                    target
+                );
+            }
+            // The old kernel's files are all still there.
+            assert!(root.join("boot/vmlinuz-6.1.75-vendor-rk35xx").exists());
+            // Mainline needs no overlay: armbianEnv.txt is untouched.
             assert_eq!(
-                fs::read_link(root.join(link)).unwrap().to_string_lossy(),
-                target
+                fs::read(root.join("boot/armbianEnv.txt")).unwrap(),
+                fs::read(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap()
             );
-        }
-        // The old kernel's files are all still there.
-        assert!(root.join("boot/vmlinuz-6.1.75-vendor-rk35xx").exists());
-        // Mainline needs no overlay: armbianEnv.txt is untouched.
-        assert_eq!(
-            fs::read(root.join("boot/armbianEnv.txt")).unwrap(),
-            fs::read(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap()
-        );
-    });
+        },
+    );
 }
 
 #[test]
@@ -219,7 +229,7 @@ fn without_a_terminal_or_yes_setup_refuses_and_changes_nothing() {
 }
 
 #[test]
-fn a_missing_mainline_kernel_names_the_package_to_install() {
+fn a_missing_mainline_kernel_blocks_its_step_only_and_names_the_package_to_install() {
     // ampere's profile pins no release: any mainline kernel new enough would do.
     for (fixture, board, says) in [
         (
@@ -235,9 +245,39 @@ fn a_missing_mainline_kernel_names_the_package_to_install() {
     ] {
         let b = Board::new(fixture);
         b.fx.remove(&format!("boot/vmlinuz-{MAINLINE}"));
-        b.run(&["--board", board, "--dry-run"])
-            .expect_code(exit::UNSUPPORTED)
-            .expect_stderr(says);
+        b.run(&["--board", board, "--only", "kernel,firmware", "--dry-run"])
+            .expect_code(exit::BLOCKED)
+            .expect_stdout("✗ kernel blocked: ")
+            .expect_stdout(says)
+            .expect_stdout("install the G610 CSF firmware");
+        let v = b
+            .run(&[
+                "--board",
+                board,
+                "--only",
+                "kernel,firmware",
+                "--dry-run",
+                "--json",
+            ])
+            .expect_code(exit::BLOCKED)
+            .stdout_json();
+        assert_eq!(v["exit_code"], exit::BLOCKED);
+        assert_eq!(step_names(&v), ["firmware"], "{v}");
+        assert_eq!(v["plan"]["blocked"][0]["step"], "kernel", "{v}");
+        let all = format!(
+            "{} {}",
+            v["plan"]["blocked"][0]["why"], v["plan"]["blocked"][0]["fix"]
+        );
+        assert!(all.contains(says), "{v}");
+        // Applying does the rest of the plan and still exits blocked.
+        b.run(&["--board", board, "--only", "kernel,firmware", "--yes"])
+            .expect_code(exit::BLOCKED)
+            .expect_stdout("applied 1 step (firmware)")
+            .expect_stdout("✗ kernel blocked: ");
+        assert!(b
+            .fx
+            .join("lib/firmware/arm/mali/arch10.8/mali_csffw.bin")
+            .exists());
     }
 }
 
@@ -245,12 +285,14 @@ fn a_missing_mainline_kernel_names_the_package_to_install() {
 fn the_board_comes_from_the_device_tree_without_board() {
     let v = Board::new("ampere-armbian")
         .run(&["--only", "kernel,gpu-overlay", "--dry-run", "--json"])
-        .expect_code(exit::OK)
+        .expect_code(exit::BLOCKED)
         .stdout_json();
     assert_eq!(v["plan"]["board"], "ampere");
-    // ampere's mainline device tree keeps the GPU off: setup says so instead of guessing.
-    let notes = v["plan"]["notes"].to_string();
-    assert!(notes.contains("leaves the GPU node disabled"), "{notes}");
+    // ampere's mainline device tree keeps the GPU off: setup says it cannot fix that, instead
+    // of reporting success.
+    assert_eq!(v["plan"]["blocked"][0]["step"], "gpu-overlay", "{v}");
+    let why = v["plan"]["blocked"][0]["why"].to_string();
+    assert!(why.contains("leaves the GPU node disabled"), "{why}");
 }
 
 #[test]
@@ -385,7 +427,7 @@ fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
 #[test]
 fn refusals_that_a_plan_cannot_get_past_are_named() {
     // (what the test removes from the root, the --only and --mesa-from flags, what stderr says)
-    let cases: [(Option<&str>, &[&str], &str); 3] = [
+    let cases: [(Option<&str>, &[&str], &str); 2] = [
         // The manifest has no prebuilt Mesa.
         (
             None,
@@ -394,12 +436,6 @@ fn refusals_that_a_plan_cannot_get_past_are_named() {
         ),
         // The ICD alone needs panvk installed first.
         (None, &["--only", "icd"], "run the mesa step first"),
-        // An image without a known boot configuration.
-        (
-            Some("boot/extlinux/extlinux.conf"),
-            &["--only", "kernel"],
-            "cannot tell how this image boots",
-        ),
     ];
     for (remove, only, says) in cases {
         let b = Board::new("boltzmann-extlinux");
@@ -413,6 +449,48 @@ fn refusals_that_a_plan_cannot_get_past_are_named() {
             .expect_code(exit::UNSUPPORTED)
             .expect_stderr(says);
     }
+}
+
+#[test]
+fn an_image_without_a_known_boot_configuration_blocks_the_kernel_step() {
+    let b = Board::new("boltzmann-extlinux");
+    b.fx.remove("boot/extlinux/extlinux.conf");
+    b.run(&["--board", "boltzmann", "--only", "kernel", "--dry-run"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("✗ kernel blocked: cannot tell how this image boots");
+}
+
+#[test]
+fn gpu_overlay_on_ampere_with_the_gpu_disabled_is_never_nothing_to_do() {
+    let fx = Fixture::copy("ampere-gpu-disabled");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let out = setup(&fx, &a.manifest)
+        .args(&["--board", "ampere", "--only", "gpu-overlay", "--yes"])
+        .run();
+    assert!(!out.stdout().contains("nothing to do"), "{}", out.stdout());
+    out.expect_code(exit::BLOCKED)
+        .expect_stdout("✗ gpu-overlay blocked: ");
+}
+
+#[test]
+fn gpu_overlay_on_a_vendor_dt_that_gives_kbase_the_gpu_is_blocked_not_nothing_to_do() {
+    let fx = Fixture::copy("boltzmann-vendor-kbase");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    // The doctor fails gpu-driver on this root…
+    rvl(&["doctor", "--manifest"])
+        .arg(&a.manifest)
+        .root(&fx)
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stdout("✗ gpu-driver");
+    // …so setup's gpu-overlay must not call it done: it says what would fix it.
+    let out = setup(&fx, &a.manifest)
+        .args(&["--only", "gpu-overlay", "--dry-run"])
+        .run();
+    assert!(!out.stdout().contains("nothing to do"), "{}", out.stdout());
+    out.expect_code(exit::BLOCKED)
+        .expect_stdout("✗ gpu-overlay blocked: kbase owns the GPU")
+        .expect_stdout("sudo rvl setup --board boltzmann --only kernel");
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod journal_check;
 pub mod lock;
 pub mod outcome;
+pub mod overlays;
 pub mod patches;
 pub mod paths;
 pub mod plan;
@@ -218,7 +219,11 @@ fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts
             .map(|f| crate::firmware::standard_path(&f.path))
             .into_iter()
             .collect(),
-        present: steps::probe_paths(manifest),
+        present: [
+            steps::probe_paths(manifest),
+            vec![steps::KBASE_DEVICE.into()],
+        ]
+        .concat(),
         listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
         sudo_user: settings.vars.sudo_user.clone(),
     };

@@ -93,7 +93,16 @@ pub struct StatusReport {
 
 impl Outcome for SetupOutcome {
     fn exit_code(&self) -> i32 {
-        exit::OK
+        let plan = match self {
+            SetupOutcome::Plan(r) => &r.plan,
+            SetupOutcome::Apply(r) => &r.plan,
+            _ => return exit::OK,
+        };
+        if plan.blocked.is_empty() {
+            exit::OK
+        } else {
+            exit::BLOCKED
+        }
     }
 
     fn human(&self, style: Style) -> String {
@@ -136,6 +145,7 @@ impl ApplyReport {
                 remaining.join(", ")
             );
         }
+        render::blocked_text(&mut s, &self.plan, style);
         if outcome
             .steps
             .iter()
@@ -203,6 +213,7 @@ mod tests {
             board: "boltzmann".into(),
             steps: Vec::new(),
             notes: Vec::new(),
+            blocked: Vec::new(),
         }
     }
 

@@ -37,11 +37,28 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Things the user should know that need no change (skipped steps, guidance).
     pub notes: Vec<String>,
+    /// Steps that cannot fix what they are for on this system: why, and what to do first.
+    /// The other steps are still planned; setup exits with [`crate::exit::BLOCKED`].
+    pub blocked: Vec<Blocked>,
+}
+
+/// A step setup cannot carry out here, with the reason and the command or package that unblocks it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocked {
+    pub step: String,
+    pub why: String,
+    pub fix: String,
 }
 
 impl Plan {
+    /// No step has anything to apply (a blocked step has nothing to apply either).
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
+    }
+
+    /// Nothing to apply and nothing blocked: the system is where setup would take it.
+    pub fn is_done(&self) -> bool {
+        self.steps.is_empty() && self.blocked.is_empty()
     }
 
     pub fn step_names(&self) -> Vec<String> {
@@ -76,6 +93,7 @@ pub fn plan(
         board: target.board.clone(),
         steps: Vec::new(),
         notes: Vec::new(),
+        blocked: Vec::new(),
     };
     let ctx = steps::Ctx {
         facts,
@@ -99,6 +117,13 @@ pub fn plan(
             _ => unreachable!("STEP_NAMES is exhaustive"),
         };
         plan.notes.extend(planned.notes);
+        if let Some((why, fix)) = planned.blocked {
+            plan.blocked.push(Blocked {
+                step: name.to_string(),
+                why,
+                fix,
+            });
+        }
         if !planned.actions.is_empty() {
             plan.steps.push(Step {
                 step: name.to_string(),

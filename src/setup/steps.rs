@@ -62,6 +62,17 @@ pub struct Planned {
     pub summary: String,
     pub actions: Vec<Action>,
     pub notes: Vec<String>,
+    /// Set when the step cannot do its job here: (why, what to do). Its actions are then empty.
+    pub blocked: Option<(String, String)>,
+}
+
+impl Planned {
+    fn blocked(why: impl Into<String>, fix: impl Into<String>) -> Planned {
+        Planned {
+            blocked: Some((why.into(), fix.into())),
+            ..Planned::default()
+        }
+    }
 }
 
 fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action> {
@@ -72,13 +83,6 @@ fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action
         new_file: old.is_none(),
         content: new,
     })
-}
-
-/// The kernel the target wants, or an error naming what to install.
-fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
-    ctx.facts
-        .target_kernel(ctx.target)
-        .ok_or_else(|| Error::Unsupported(ctx.target.kernel_advice()).into())
 }
 
 /// The release the boot configuration starts by default now.
@@ -108,7 +112,11 @@ pub fn rvl_conf_text(release: &str, label: &str) -> String {
 
 pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
-    let release = wanted_kernel(ctx)?;
+    // A missing kernel blocks this step only: the rest of the plan does not need it.
+    let Some(release) = facts.target_kernel(ctx.target) else {
+        let (why, fix) = ctx.target.kernel_blocked();
+        return Ok(Planned::blocked(why, fix));
+    };
     let current = default_release(facts);
     let mut out = Planned {
         summary: format!(
@@ -157,10 +165,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 .map(|en| en.label.clone())
                 .next()
             else {
-                return Err(Error::Unsupported(format!(
-                        "{}: no label boots {release}; add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
-                        ubootmenu::EXTLINUX_CONF
-                    )).into());
+                return Ok(Planned::blocked(
+                    format!("{}: no label boots {release}", ubootmenu::EXTLINUX_CONF),
+                    "add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
+                ));
             };
             e.set_default(&label);
             out.actions
@@ -175,7 +183,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             ] {
                 let exists = facts.is_present(&format!("/boot/{file}"));
                 if link == "/boot/Image" && !exists {
-                    return Err(Error::Unsupported(format!("/boot/{file} is missing; reinstall the {release} kernel package")).into());
+                    return Ok(Planned::blocked(
+                        format!("/boot/{file} is missing"),
+                        format!("reinstall the {release} kernel package, then run setup again"),
+                    ));
                 }
                 if exists && facts.link(link) != Some(file.as_str()) {
                     out.actions.push(Action::Symlink {
@@ -187,26 +198,50 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
         }
         None => {
-            return Err(Error::Unsupported("cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf".into()).into())
+            return Ok(Planned::blocked(
+                "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
+                "set the default kernel by hand in the boot loader's configuration",
+            ))
         }
     }
     Ok(out)
 }
 
+/// kbase's device node: while it exists, the vendor driver owns the GPU.
+pub const KBASE_DEVICE: &str = "/dev/mali0";
+
+/// What unblocks a vendor kernel whose overlays setup cannot switch: booting mainline.
+fn boot_mainline_fix(ctx: &Ctx) -> String {
+    match ctx.facts.target_kernel(ctx.target) {
+        Some(release) => format!(
+            "boot the mainline kernel instead: sudo rvl setup --board {} --only kernel (boots {release})",
+            ctx.target.board
+        ),
+        None => format!(
+            "{}; it boots the mainline kernel, where panthor drives the GPU",
+            ctx.target.kernel_blocked().1
+        ),
+    }
+}
+
 pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
-    // The kernel that boots after this plan: the mainline one when the kernel step runs.
-    let after = if ctx.opts.wants("kernel") {
-        facts.target_kernel(ctx.target).map(str::to_string)
-    } else {
-        default_release(facts)
-    };
+    // The kernel that boots after this plan: the mainline one when the kernel step runs (and
+    // is not blocked), else the one the boot configuration starts now.
+    let after = facts
+        .target_kernel(ctx.target)
+        .filter(|_| ctx.opts.wants("kernel"))
+        .map(str::to_string)
+        .or_else(|| default_release(facts));
     let mut out = Planned::default();
     let Some(after) = after.filter(|r| ctx.target.is_vendor_kernel(r)) else {
         if ctx.target.mainline_enables_gpu == Some(false) {
-            out.notes.push(format!(
-                "gpu-overlay: {}'s mainline device tree leaves the GPU node disabled; it needs a device-tree overlay that enables &gpu (rvl does not ship one yet)",
-                ctx.target.board
+            return Ok(Planned::blocked(
+                format!(
+                    "{}'s mainline device tree leaves the GPU node disabled, and rvl ships no overlay that enables &gpu for it",
+                    ctx.target.board
+                ),
+                "write a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\" on &gpu, and add it to the boot configuration",
             ));
         } else if ctx.opts.named("gpu-overlay") {
             out.notes.push(
@@ -218,9 +253,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     out.summary =
         format!("let panthor drive the GPU on the vendor kernel {after} (device-tree overlay)");
-    let missing = |what: &str| {
-        format!("gpu-overlay: the {} profile names no {what} overlay; enable panthor for {after} by hand", ctx.target.board)
-    };
+    let kbase_now = facts.is_present(KBASE_DEVICE);
     match facts.layout {
         Some(BootLayout::Armbian) => match &ctx.target.armbian_panthor_overlay {
             Some(overlay) => {
@@ -231,12 +264,24 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
                 }
             }
-            None => out.notes.push(missing("Armbian panthor")),
+            None => {
+                return Ok(Planned::blocked(
+                    format!(
+                        "the {} profile names no Armbian overlay that enables panthor on {after}",
+                        ctx.target.board
+                    ),
+                    boot_mainline_fix(ctx),
+                ))
+            }
         },
-        Some(BootLayout::UBootMenu) => match &ctx.target.radxa_kbase_overlay {
-            Some(overlay) => {
-                let dtbo = format!("/boot/dtbo/{overlay}.dtbo");
-                if facts.is_present(&dtbo) {
+        Some(BootLayout::UBootMenu) => {
+            let dtbo = ctx
+                .target
+                .radxa_kbase_overlay
+                .as_ref()
+                .map(|o| format!("/boot/dtbo/{o}.dtbo"));
+            match dtbo {
+                Some(dtbo) if facts.is_present(&dtbo) => {
                     out.actions.push(Action::RenameFile {
                         from: dtbo.clone(),
                         to: format!("{dtbo}.disabled"),
@@ -249,12 +294,26 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         verify: None,
                     });
                 }
+                // kbase is on, and not by an overlay setup knows how to switch off: the
+                // vendor device tree itself gives kbase the GPU.
+                _ if kbase_now => {
+                    return Ok(Planned::blocked(
+                        format!(
+                            "kbase owns the GPU ({KBASE_DEVICE} exists), and not through an overlay setup can switch off ({})",
+                            dtbo.map_or("the profile names none".to_string(), |d| format!("no {d}"))
+                        ),
+                        boot_mainline_fix(ctx),
+                    ))
+                }
+                _ => {}
             }
-            None => out.notes.push(missing("Radxa kbase")),
-        },
-        _ => out.notes.push(format!(
-            "gpu-overlay: this image's overlay mechanism is unknown; enable panthor for {after} by hand"
-        )),
+        }
+        _ => {
+            return Ok(Planned::blocked(
+                format!("this image's overlay mechanism is unknown, so setup cannot switch the GPU driver of {after}"),
+                boot_mainline_fix(ctx),
+            ))
+        }
     }
     Ok(out)
 }
