@@ -203,12 +203,11 @@ const SCENARIOS: &[Scenario] = &[
         ],
         says: &[
             ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
-            // rvl ships no overlay for ampere yet: the fix is the manual step, not a setup
-            // step that would do nothing.
+            // rvl ships the overlay for ampere: the fix is the setup step that installs it.
             (
                 "gpu-driver",
                 "fix",
-                &["enable &gpu with a device-tree overlay that sets mali-supply"],
+                &["sudo rvl setup --board ampere --only gpu-overlay"],
             ),
         ],
     },

@@ -101,13 +101,20 @@ impl<'a> Run<'a> {
 
     /// Read the facts and plan from them.
     fn plan(&self) -> anyhow::Result<plan::Plan> {
-        let facts = gather(&self.root, &self.manifest, self.settings);
+        let overlay = overlays::for_board(&self.target.board);
+        let facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        // Compiled on the host from rvl's embedded source, never from the image.
+        let compiled = overlay.map(|o| {
+            let dtc = overlays::find_dtc(self.settings.vars.dtc.as_deref());
+            overlays::compile(o, dtc.as_deref())
+        });
         plan::plan(
             &facts,
             &self.target,
             &self.manifest,
             &self.series,
             &self.opts,
+            compiled.as_ref(),
         )
     }
 
@@ -198,9 +205,15 @@ fn built_projects(opts: &action::Options) -> Vec<&'static str> {
 
 /// Read the facts through the root: the files setup owns or edits, the boot links, the
 /// firmware's hash and the install stamps of the pinned builds.
-fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts {
+fn gather(
+    root: &Root,
+    manifest: &Manifest,
+    settings: &Settings,
+    overlay: Option<&overlays::Overlay>,
+) -> facts::Facts {
     let texts = [
         paths::RVL_CONF,
+        paths::RVL_OVERLAYS_CONF,
         EXTLINUX_CONF,
         ARMBIAN_ENV,
         paths::GROUP_FILE,
@@ -218,6 +231,11 @@ fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts
             .recommended_firmware()
             .map(|f| crate::firmware::standard_path(&f.path))
             .into_iter()
+            .chain(
+                overlay
+                    .into_iter()
+                    .flat_map(|o| steps::overlay_paths(o.name)),
+            )
             .collect(),
         present: [
             steps::probe_paths(manifest),

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::action::{Action, Options};
 use super::facts::Facts;
+use super::overlays::Compiled;
 use super::patches::Series;
 use super::steps;
 use super::target::Target;
@@ -87,6 +88,7 @@ pub fn plan(
     manifest: &Manifest,
     patches: &Series,
     opts: &Options,
+    overlay: Option<&Compiled>,
 ) -> anyhow::Result<Plan> {
     check_only(&opts.only)?;
     let mut plan = Plan {
@@ -95,17 +97,22 @@ pub fn plan(
         notes: Vec::new(),
         blocked: Vec::new(),
     };
-    let ctx = steps::Ctx {
-        facts,
-        patches,
-        target,
-        manifest,
-        opts,
-    };
+    // Each step plans against the files as the steps before it leave them, so two steps that
+    // edit one file (kernel and gpu-overlay on extlinux.conf) compose instead of the later
+    // one writing back the original with only its own change.
+    let mut facts = facts.clone();
     for name in STEP_NAMES {
         if !opts.wants(name) {
             continue;
         }
+        let ctx = steps::Ctx {
+            facts: &facts,
+            patches,
+            target,
+            manifest,
+            opts,
+            overlay,
+        };
         let planned = match name {
             "kernel" => steps::kernel(&ctx)?,
             "gpu-overlay" => steps::gpu_overlay(&ctx)?,
@@ -123,6 +130,11 @@ pub fn plan(
                 why,
                 fix,
             });
+        }
+        for a in &planned.actions {
+            if let Action::WriteFile { path, content, .. } = a {
+                facts.files.insert(path.clone(), Some(content.clone()));
+            }
         }
         if !planned.actions.is_empty() {
             plan.steps.push(Step {

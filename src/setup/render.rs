@@ -71,6 +71,19 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             let _ = writeln!(s, "    {verb} {path}");
             diff_text(s, diff, style);
         }
+        Action::InstallOverlay {
+            path,
+            name,
+            size,
+            sha256,
+            ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    install {path} (rvl's overlay {name}, compiled by dtc: {size} bytes, sha256 {})",
+                &sha256[..16.min(sha256.len())]
+            );
+        }
         Action::RenameFile { from, to } => {
             let _ = writeln!(s, "    rename {from} -> {to}");
         }

@@ -3,10 +3,11 @@
 
 use super::action::{diff, Action, MesaSource, Options, Verify};
 use super::facts::Facts;
+use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
-    prefix_for, BUILD_STAMP, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
-    PROFILE_D_FILE, RVL_CONF,
+    prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
+    GSHADOW_FILE, ICD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -55,6 +56,8 @@ pub struct Ctx<'a> {
     pub target: &'a Target,
     pub manifest: &'a Manifest,
     pub opts: &'a Options,
+    /// The board's shipped overlay, compiled (None: rvl ships none for it).
+    pub overlay: Option<&'a Compiled>,
 }
 
 #[derive(Default)]
@@ -236,13 +239,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(after) = after.filter(|r| ctx.target.is_vendor_kernel(r)) else {
         if ctx.target.mainline_enables_gpu == Some(false) {
-            return Ok(Planned::blocked(
-                format!(
-                    "{}'s mainline device tree leaves the GPU node disabled, and rvl ships no overlay that enables &gpu for it",
-                    ctx.target.board
-                ),
-                "write a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\" on &gpu, and add it to the boot configuration",
-            ));
+            return Ok(enable_gpu(ctx));
         } else if ctx.opts.named("gpu-overlay") {
             out.notes.push(
                 "gpu-overlay: nothing to do, the kernel that boots is not a vendor (kbase) kernel"
@@ -316,6 +313,158 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
         }
     }
     Ok(out)
+}
+
+/// The installed overlay file for a boot layout (the paths the gather step hashes).
+pub fn overlay_paths(name: &str) -> [String; 2] {
+    [
+        format!("{ARMBIAN_USER_OVERLAY_DIR}/{name}.dtbo"),
+        format!("{DTBO_DIR}/{name}.dtbo"),
+    ]
+}
+
+/// A mainline kernel whose device tree leaves `&gpu` disabled: install rvl's overlay that
+/// enables it, the way the boot layout loads overlays. Blocked when rvl ships none for the
+/// board or `dtc` is missing, never "nothing to do" while the GPU stays off.
+fn enable_gpu(ctx: &Ctx) -> Planned {
+    let board = &ctx.target.board;
+    let Some(compiled) = ctx.overlay else {
+        return Planned::blocked(
+            format!("{board}'s mainline device tree leaves the GPU node disabled, and rvl ships no overlay that enables &gpu for it"),
+            "write a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\" on &gpu, and add it to the boot configuration",
+        );
+    };
+    let name = compiled.overlay.name;
+    let dtb = match &compiled.dtb {
+        Ok(dtb) => dtb,
+        Err(CompileError::NoDtc(_))
+            if overlay_paths(name)
+                .iter()
+                .any(|p| ctx.facts.hashes.get(p).is_some_and(Option::is_some)) =>
+        {
+            // Installed by an earlier run; without dtc it cannot be compared, only kept.
+            let mut out = Planned::default();
+            out.notes.push(format!("gpu-overlay: rvl's overlay {name} is installed; without dtc ({DTC_PACKAGE}) setup cannot check that it is current"));
+            return out;
+        }
+        Err(CompileError::NoDtc(why)) => {
+            return Planned::blocked(
+                format!("{board}'s mainline device tree leaves &gpu disabled and rvl's overlay {name} must be compiled, but {why}"),
+                format!("sudo apt install {DTC_PACKAGE}, then run setup again"),
+            )
+        }
+        Err(CompileError::Failed(why)) => {
+            return Planned::blocked(
+                why.clone(),
+                "report this as a bug in rvl (the overlay source is rvl's own)",
+            )
+        }
+    };
+    let facts = ctx.facts;
+    let sha256 = crate::digest::sha256_hex(dtb);
+    let mut out = Planned {
+        summary: format!("enable the GPU: install rvl's device-tree overlay {name} (&gpu: mali-supply, status = \"okay\")"),
+        ..Planned::default()
+    };
+    let install = |out: &mut Planned, path: &str| {
+        if facts.hashes.get(path).cloned().flatten().as_deref() != Some(sha256.as_str()) {
+            out.actions.push(Action::InstallOverlay {
+                path: path.to_string(),
+                name: name.to_string(),
+                size: dtb.len() as u64,
+                sha256: sha256.clone(),
+                dtb: dtb.clone(),
+            });
+        }
+    };
+    let [armbian_path, dtbo_path] = overlay_paths(name);
+    match facts.layout {
+        Some(BootLayout::Armbian) => {
+            install(&mut out, &armbian_path);
+            let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
+            let mut env = armbian::ArmbianEnv::parse(old);
+            if env.add_to_list("user_overlays", name) {
+                out.actions
+                    .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
+            }
+        }
+        Some(BootLayout::UBootMenu) => {
+            let setting = |key: &str| {
+                facts
+                    .menu
+                    .as_ref()
+                    .and_then(|m| m.get(key))
+                    .map(|s| (s.assignment.value.clone(), s.file.clone()))
+            };
+            if let Some((dir, file)) = setting("U_BOOT_FDT_OVERLAYS_DIR") {
+                if dir.trim_end_matches('/') != DTBO_DIR {
+                    return Planned::blocked(
+                        format!("{file} sets U_BOOT_FDT_OVERLAYS_DIR={dir}; rvl installs its overlay in {DTBO_DIR}/"),
+                        format!("copy {dtbo_path} into {dir} and add {name}.dtbo to U_BOOT_FDT_OVERLAYS by hand, or drop that setting"),
+                    );
+                }
+            }
+            install(&mut out, &dtbo_path);
+            let file = format!("{name}.dtbo");
+            let mut list: Vec<String> = setting("U_BOOT_FDT_OVERLAYS")
+                .map(|(v, _)| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default();
+            if !list.contains(&file) {
+                // Keep the overlays the admin's fragments name: the last assignment wins.
+                list.push(file);
+                let text = format!(
+                    "# Written by `rvl setup`: rvl's overlay that enables the GPU on this board's mainline\n\
+                     # device tree, with the overlays the other fragments named. Undo: rvl setup --rollback\n\
+                     U_BOOT_FDT_OVERLAYS=\"{}\"\n",
+                    list.join(" ")
+                );
+                out.actions.extend(write(
+                    RVL_OVERLAYS_CONF,
+                    facts.file(RVL_OVERLAYS_CONF),
+                    text,
+                    0o644,
+                ));
+            }
+            if !out.actions.is_empty() {
+                out.actions.push(Action::RunTool {
+                    tool: "u-boot-update".into(),
+                    args: vec![],
+                    changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+                    preview: None,
+                    verify: None,
+                });
+            }
+        }
+        Some(BootLayout::Extlinux) => {
+            let text = facts.file(ubootmenu::EXTLINUX_CONF).unwrap_or_default();
+            let mut e = Extlinux::parse(text);
+            let Some(entry) = e.default_entry().cloned() else {
+                return Planned::blocked(
+                    format!("{} has no default entry to add the overlay to", ubootmenu::EXTLINUX_CONF),
+                    "add a label for the mainline kernel and make it the default, then run setup again",
+                );
+            };
+            install(&mut out, &dtbo_path);
+            // Paths in extlinux.conf are relative to the partition it is on: follow the kernel's.
+            let on_root = entry.linux.as_deref().is_none_or(|l| l.starts_with("/boot/"));
+            let listed = if on_root {
+                dtbo_path.clone()
+            } else {
+                format!("/dtbo/{name}.dtbo")
+            };
+            if e.add_fdtoverlay(&entry.label, &listed) {
+                out.actions
+                    .extend(write(ubootmenu::EXTLINUX_CONF, Some(text), e.render(), 0o644));
+            }
+        }
+        None => {
+            return Planned::blocked(
+                "cannot tell how this image boots, so not where its overlays go",
+                format!("install {dtbo_path} (from `rvl setup --dry-run --json`'s source) the way the boot loader loads overlays"),
+            )
+        }
+    }
+    out
 }
 
 pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {

@@ -190,7 +190,7 @@ fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
         vendor_switch_fix(ctx)
     } else if crate::setup::overlays::for_board(ctx.board_id()).is_some() {
         format!(
-            "this board's mainline device tree leaves &gpu disabled; rvl ships the overlay that enables it: sudo {}",
+            "this board's mainline device tree leaves &gpu disabled; rvl ships the overlay that enables it (mali-supply, status = \"okay\"): sudo {}",
             ctx.setup("gpu-overlay")
         )
     } else {
