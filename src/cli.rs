@@ -128,8 +128,8 @@ pub struct SetupArgs {
     #[command(flatten)]
     pub system: SystemArgs,
 
-    /// Show the plan and stop
-    #[arg(long, conflicts_with_all = ["rollback", "status"])]
+    /// Show the plan and stop (with --rollback: what rollback would do, with diffs)
+    #[arg(long, conflicts_with = "status")]
     pub dry_run: bool,
 
     /// Apply without asking (for scripts)
@@ -152,9 +152,17 @@ pub struct SetupArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 
-    /// Undo what setup applied (every run, newest first), restoring every file byte for byte
+    /// Undo what setup applied (every run, newest first); paths changed since are kept or only setup's edits undone
     #[arg(long, conflicts_with = "status")]
     pub rollback: bool,
+
+    /// With --rollback: put saved copies back even over changes made after setup
+    #[arg(long, requires = "rollback")]
+    pub force: bool,
+
+    /// With --rollback: undo only this run (ids from --status)
+    #[arg(long, value_name = "ID", requires = "rollback")]
+    pub run: Option<String>,
 
     /// Show what setup has applied and whether a run was interrupted
     #[arg(long)]

@@ -23,7 +23,8 @@ pub const LOCKED: i32 = 7;
 pub const NO_VULKAN: i32 = 8;
 /// Setup refused to prompt: not a terminal and `--yes` not given; or the user declined.
 pub const NOT_CONFIRMED: i32 = 9;
-/// A step failed and rollback could not restore everything: the journal says what is left.
+/// A step failed and rollback could not restore everything, or `--rollback` left paths that
+/// changed after setup (or would boot a missing kernel): `--status` lists what is left.
 pub const ROLLBACK_INCOMPLETE: i32 = 10;
 /// Setup: a step cannot fix what it is for on this system (a kernel that is not installed, no
 /// overlay for the board, no `dtc`); the rest of the plan was planned or applied, and the output
@@ -45,7 +46,7 @@ pub const TABLE: &[(i32, &str)] = &[
     (LOCKED, "another rvl run holds the lock"),
     (NO_VULKAN, "no usable Vulkan device"),
     (NOT_CONFIRMED, "setup not confirmed (no terminal and no --yes, or declined)"),
-    (ROLLBACK_INCOMPLETE, "a step failed and rollback was incomplete (see rvl setup --status)"),
+    (ROLLBACK_INCOMPLETE, "rollback incomplete: a path changed after setup, or a failed step could not be undone (see rvl setup --status)"),
     (BLOCKED, "setup: a step is blocked (see its fix); the rest of the plan ran"),
     (INTERNAL, "internal error (a bug)"),
 ];

@@ -34,6 +34,9 @@ pub struct Inventory {
 pub struct KernelFacts {
     /// Running release from proc/sys/kernel/osrelease.
     pub release: Option<String>,
+    /// Why osrelease is there but could not be read (permission, size, file type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_error: Option<String>,
     /// The kernel configuration, when readable.
     pub config: Option<KernelConfigFacts>,
     /// GPU-related modules present in /sys/module (loaded or built in with a sysfs entry).
@@ -87,6 +90,9 @@ impl GpuFacts {
 pub struct BootFacts {
     /// `/boot/extlinux/extlinux.conf`, when present.
     pub extlinux: Option<ExtlinuxFacts>,
+    /// Why extlinux.conf is there but could not be read (permission, size, file type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extlinux_error: Option<String>,
     /// Debian u-boot-menu, when installed (it regenerates extlinux.conf).
     pub uboot_menu: Option<UbootMenuFacts>,
     /// Armbian's boot.scr setup (`/boot/armbianEnv.txt` + the `/boot/Image` link).
@@ -113,6 +119,9 @@ pub struct BootEntry {
     /// The entry's `fdtoverlays` line: overlays U-Boot applies before booting it.
     #[serde(default)]
     pub fdtoverlays: Option<String>,
+    /// What the entry names that is not in the root, as `keyword path` (`initrd /boot/x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,6 +149,9 @@ pub struct ArmbianFacts {
     /// Target of the `/boot/Image` link, and the release it names.
     pub image: Option<String>,
     pub image_release: Option<String>,
+    /// `/boot/Image` is a link to a file that is not there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub image_missing: bool,
 }
 
 /// Facts only the running system gives (see [`crate::host::live`]).
@@ -155,9 +167,14 @@ pub struct LiveFacts {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserFacts {
+    /// The user the checks are about: this process's, or under sudo the invoking user's.
     pub euid: u32,
     /// Effective and supplementary group ids.
     pub groups: Vec<u32>,
+    /// Under `sudo`, the invoking user (`SUDO_USER`): the one who will run llama.cpp. Root's
+    /// own `access(2)` always passes, so the render-node check judges this user instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sudo_user: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,7 +188,11 @@ pub struct RenderAccess {
     pub gid: Option<u32>,
     /// Group name of `gid` from /etc/group.
     pub group: Option<String>,
-    /// `access(R_OK | W_OK)` succeeded for this user.
+    /// Owner of the node.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// This user may open the node read/write: `access(R_OK | W_OK)`, or under sudo the
+    /// node's mode bits judged for the invoking user.
     pub read_write: bool,
     pub access_error: Option<String>,
 }

@@ -24,4 +24,6 @@ pub mod profile;
 pub mod report;
 pub mod settings;
 pub mod setup;
+pub mod shell;
+pub mod validate;
 pub mod vulkan;

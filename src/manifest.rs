@@ -224,12 +224,13 @@ impl Manifest {
 
     /// Load a manifest file. Errors name the file and line and exit with `BAD_INPUT`.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::Error::from(Error::Manifest(format!(
-                "cannot read manifest {}: {e}",
-                path.display()
-            )))
-        })?;
+        let text = crate::host::root::read_regular_string(path, crate::host::root::INPUT_CAP)
+            .map_err(|e| {
+                anyhow::Error::from(Error::Manifest(format!(
+                    "cannot read manifest {}: {e}",
+                    path.display()
+                )))
+            })?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -257,6 +258,7 @@ impl Manifest {
                 self.schema
             ));
         }
+        self.check_fields()?;
         let mut ids = HashSet::new();
         let all = self
             .firmware
@@ -292,6 +294,67 @@ impl Manifest {
                     return Err(format!("artifact `{id}`: url must be https, got `{url}`"));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The shape of every field that becomes a path, a prefix or file content when setup runs as
+    /// root (see `crate::validate`); errors name the entry and the field.
+    fn check_fields(&self) -> Result<(), String> {
+        use crate::validate::{control_free, file_name, relative_path, version};
+        type Rule = fn(&str) -> Result<(), String>;
+        let check = |kind: &str, id: &str, fields: &[(&str, &str, Rule)]| {
+            fields.iter().try_for_each(|(field, value, rule)| {
+                rule(value).map_err(|e| format!("{kind} `{id}`: {field} {e}"))
+            })
+        };
+        for f in &self.firmware {
+            check(
+                "firmware",
+                &f.id,
+                &[
+                    ("id", &f.id, file_name),
+                    ("path", &f.path, relative_path),
+                    ("version", &f.version, control_free),
+                    ("licence", &f.licence, control_free),
+                    ("source", &f.source, control_free),
+                    (
+                        "interface",
+                        f.interface.as_deref().unwrap_or(""),
+                        control_free,
+                    ),
+                    (
+                        "fw_git_sha",
+                        f.fw_git_sha.as_deref().unwrap_or(""),
+                        control_free,
+                    ),
+                ],
+            )?;
+        }
+        for s in &self.sources {
+            check(
+                "source",
+                &s.id,
+                &[
+                    ("id", &s.id, file_name),
+                    ("version", &s.version, version),
+                    ("tree", &s.tree, relative_path),
+                    ("licence", &s.licence, control_free),
+                    ("provenance", &s.provenance, control_free),
+                ],
+            )?;
+        }
+        for p in &self.prebuilt {
+            check(
+                "prebuilt",
+                &p.id,
+                &[
+                    ("id", &p.id, file_name),
+                    ("version", &p.version, version),
+                    ("arch", &p.arch, file_name),
+                    ("provenance", &p.provenance, control_free),
+                ],
+            )?;
         }
         Ok(())
     }
@@ -414,6 +477,29 @@ mod tests {
             let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
             assert!(msg.contains(expected), "{pip}: {msg}");
             assert!(msg.starts_with("m.yaml: line 1"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_firmware_path_that_climbs_out_of_lib_firmware_is_refused() {
+        let text = BUILTIN.replace("path: mali_csffw.bin", "path: ../../../../etc/passwd");
+        assert_ne!(text, BUILTIN);
+        let err = Manifest::parse(&text, "m.yaml").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("m.yaml: firmware `csffw-vendor-flat-2022`: path"),
+            "{msg}"
+        );
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn a_mesa_version_with_a_quote_or_a_parent_dir_is_refused() {
+        for bad in [r#"26.1.6\", \"x"#, "../../../usr"] {
+            let text = BUILTIN.replace("version: \"26.1.6\"", &format!("version: \"{bad}\""));
+            assert_ne!(text, BUILTIN);
+            let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+            assert!(msg.starts_with("m.yaml: source `mesa`: version"), "{msg}");
         }
     }
 

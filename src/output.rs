@@ -136,6 +136,12 @@ pub fn escape_control(text: &str) -> String {
         .collect()
 }
 
+/// [`escape_control`] for a field printed on one line: newlines are escaped too, so a value
+/// read from an image cannot start a line that looks like rvl's own (`✓ gpu-driver …`).
+pub fn escape_line(text: &str) -> String {
+    escape_control(&text.replace('\n', "\\n"))
+}
+
 /// Print text on stdout. A closed stdout (`rvl doctor | head -1`) ends the output quietly,
 /// as `cat` does: the reader has what it wanted, and the verb's status still stands.
 pub fn print_text(text: &str) {
@@ -169,6 +175,7 @@ mod tests {
     fn control_bytes_are_escaped_but_newlines_kept() {
         assert_eq!(escape_control("a\x1b[31mb\nc"), "a\\u{1b}[31mb\nc");
         assert_eq!(escape_control("plain"), "plain");
+        assert_eq!(escape_line("a\n\u{9b}b\tc"), "a\\n\\u{9b}b\tc");
     }
 
     #[test]

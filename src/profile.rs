@@ -141,13 +141,26 @@ pub enum ProfileSource {
     Flag,
 }
 
-/// `--board` named an id no profile has.
+/// `--board` named an id no profile has. Every verb prints it through this one `Display`, so
+/// doctor, setup and smoke-bench word it the same way.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no profile {id:?} (known: {known})")]
+#[error("--board: no board profile `{id}`{}; known: {known}", suggestion.as_ref().map(|s| format!(", did you mean `{s}`?")).unwrap_or_default())]
 pub struct UnknownBoard {
     pub id: String,
+    /// The known id closest to `id` when it is a likely typo.
+    pub suggestion: Option<String>,
     /// Every known id, comma-separated.
     pub known: String,
+}
+
+/// The known id a mistyped one most likely meant: the closest by Jaro-Winkler similarity, when
+/// it is close enough that the suggestion helps rather than confuses (clap uses the same 0.8).
+fn closest<'a>(id: &str, known: impl Iterator<Item = &'a str>) -> Option<String> {
+    known
+        .map(|k| (strsim::jaro_winkler(id, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k.to_string())
 }
 
 /// A set of profiles with lookups.
@@ -182,12 +195,13 @@ impl Profiles {
         files.sort();
         let mut list = Vec::new();
         for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                anyhow::Error::from(Error::Profile(format!(
-                    "cannot read profile {}: {e}",
-                    file.display()
-                )))
-            })?;
+            let text = crate::host::root::read_regular_string(&file, crate::host::root::INPUT_CAP)
+                .map_err(|e| {
+                    anyhow::Error::from(Error::Profile(format!(
+                        "cannot read profile {}: {e}",
+                        file.display()
+                    )))
+                })?;
             list.push(parse(&file.display().to_string(), &text)?);
         }
         if list.is_empty() {
@@ -215,7 +229,7 @@ impl Profiles {
         compatible: Option<&[String]>,
     ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
         self.select(board, compatible)
-            .map_err(|e| anyhow::Error::from(Error::Usage(format!("--board: {e}"))))
+            .map_err(|e| anyhow::Error::from(Error::Usage(e.to_string())))
     }
 
     /// The selection rule every verb shares: `--board ID` wins, else the device tree's
@@ -229,6 +243,7 @@ impl Profiles {
         if let Some(id) = board {
             let p = self.by_id(id).ok_or_else(|| UnknownBoard {
                 id: id.to_string(),
+                suggestion: closest(id, self.list.iter().map(|p| p.id.as_str())),
                 known: self.known_ids(),
             })?;
             return Ok(Some((p, ProfileSource::Flag)));
@@ -299,7 +314,51 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
             "bad board profile {name}: `id` and `match` must not be empty"
         ))));
     }
+    check_fields(&profile).map_err(|e| {
+        anyhow::Error::from(Error::Profile(format!("bad board profile {name}: {e}")))
+    })?;
     Ok(profile)
+}
+
+/// Profile values end up in boot configuration (`overlays=` of armbianEnv.txt, extlinux labels),
+/// firmware paths and fix commands written or run as root: each must have the shape its use
+/// needs (see `crate::validate`), and no value may carry a newline or other control byte.
+fn check_fields(p: &Profile) -> Result<(), String> {
+    use crate::validate::{control_free, file_name, relative_path, version};
+    let field = |name: &str, value: &str, rule: fn(&str) -> Result<(), String>| {
+        rule(value).map_err(|e| format!("`{name}` {e}"))
+    };
+    field("id", &p.id, file_name)?;
+    field("name", &p.name, control_free)?;
+    for m in &p.matches {
+        field("match", m, control_free)?;
+    }
+    for c in &p.gpu.compatible {
+        field("gpu.compatible", c, control_free)?;
+    }
+    field("gpu.name", &p.gpu.name, control_free)?;
+    field("gpu.firmware", &p.gpu.firmware, relative_path)?;
+    field("kernel.min_mainline", &p.kernel.min_mainline, version)?;
+    for (which, k) in [
+        ("mainline", &p.kernel.mainline),
+        ("vendor", &p.kernel.vendor),
+    ] {
+        if let Some(k) = k {
+            field(&format!("kernel.{which}.release"), &k.release, version)?;
+            if let Some(pkg) = &k.package {
+                field(&format!("kernel.{which}.package"), pkg, file_name)?;
+            }
+        }
+    }
+    for (name, o) in [
+        ("overlays.armbian_panthor", &p.overlays.armbian_panthor),
+        ("overlays.radxa_kbase", &p.overlays.radxa_kbase),
+    ] {
+        if let Some(o) = o {
+            field(name, o, file_name)?;
+        }
+    }
+    Ok(())
 }
 
 /// saphyr's message can carry a source snippet over several lines and starts with its own
@@ -384,6 +443,20 @@ mod tests {
     }
 
     #[test]
+    fn a_mistyped_board_suggests_the_profile_it_most_likely_meant() {
+        let p = Profiles::builtin().unwrap();
+        let typo = p.select(Some("boltzman"), None).unwrap_err();
+        assert_eq!(typo.suggestion.as_deref(), Some("boltzmann"));
+        assert!(
+            typo.to_string().contains("did you mean `boltzmann`?"),
+            "{typo}"
+        );
+        let far = p.select(Some("raspberrypi"), None).unwrap_err();
+        assert_eq!(far.suggestion, None, "no suggestion for an unrelated name");
+        assert!(!far.to_string().contains("did you mean"));
+    }
+
+    #[test]
     fn unknown_field_names_file_line_and_field() {
         let text = "id: x\nname: X\nmatch: [a]\nsoc: rk3588\ncolour: red\n";
         let err = parse("profiles/x.yaml", text).unwrap_err();
@@ -409,6 +482,43 @@ mod tests {
             .collect();
         let msg = parse("p.yaml", &no_gpu).unwrap_err().to_string();
         assert!(msg.contains("gpu"), "{msg}");
+    }
+
+    #[test]
+    fn a_newline_in_an_overlay_name_cannot_inject_a_boot_argument() {
+        let base = std::fs::read_to_string("profiles/boltzmann.yaml").unwrap();
+        let bad = base.replace(
+            "radxa_kbase: rk3588-mali-enable",
+            "radxa_kbase: \"x\\nextraargs=init=/bin/sh\"",
+        );
+        assert_ne!(bad, base, "fixture line changed");
+        let err = parse("profiles/b.yaml", &bad).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("profiles/b.yaml"), "{msg}");
+        assert!(msg.contains("overlays.radxa_kbase"), "{msg}");
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+    }
+
+    #[test]
+    fn a_firmware_path_that_climbs_and_a_release_with_a_slash_are_refused() {
+        let base = std::fs::read_to_string("profiles/boltzmann.yaml").unwrap();
+        for (from, to, field) in [
+            (
+                "firmware: arm/mali/arch10.8/mali_csffw.bin",
+                "firmware: ../../../../etc/passwd",
+                "gpu.firmware",
+            ),
+            (
+                "release: 7.0.0-rc3-marfrit-A1",
+                "release: ../../x",
+                "kernel.mainline.release",
+            ),
+        ] {
+            let bad = base.replace(from, to);
+            assert_ne!(bad, base, "{from}");
+            let msg = parse("p.yaml", &bad).unwrap_err().to_string();
+            assert!(msg.contains(field), "{msg}");
+        }
     }
 
     #[test]

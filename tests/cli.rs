@@ -35,3 +35,29 @@ fn version_matches_the_package() {
         .expect_code(exit::OK)
         .expect_stdout(env!("CARGO_PKG_VERSION"));
 }
+
+#[test]
+fn a_mistyped_board_gets_the_same_suggestion_from_doctor_and_setup() {
+    let root = common::fixture_dir("boltzmann-mainline");
+    let doctor = rvl(&["doctor", "--no-vulkan", "--board", "boltzman"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE);
+    let setup = rvl(&["setup", "--dry-run", "--board", "boltzman"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE);
+    let sentence = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("boltzman`"))
+            .unwrap_or_else(|| panic!("no board error in {out}"))
+            .to_string()
+    };
+    let d = sentence(doctor.stderr());
+    assert!(d.contains("did you mean `boltzmann`?"), "{d}");
+    assert_eq!(
+        d,
+        sentence(setup.stderr()),
+        "doctor and setup word it differently"
+    );
+}

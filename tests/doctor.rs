@@ -185,7 +185,7 @@ const SCENARIOS: &[Scenario] = &[
                 "kernel",
                 "fix",
                 &[
-                    "rvl setup --board boltzmann --only kernel",
+                    "sudo rvl setup --board boltzmann --only kernel",
                     "boots 7.0.0-rc3-marfrit-A1",
                 ],
             ),
@@ -346,11 +346,21 @@ fn broken_inputs_never_panic() {
         &check(&doc, "vulkan-icd")["evidence"].to_string(),
         &["not valid JSON"],
     );
-    // The human renderer copes with the same garbage.
-    rvl(&["doctor", "--no-vulkan"])
+    // The human renderer copes with the same garbage, in sentences: no Rust debug values.
+    let human = rvl(&["doctor", "--no-vulkan"])
         .root(fixture_dir("broken-inputs"))
         .run()
         .expect_code(exit::PROBLEMS);
+    for line in human.stdout().lines() {
+        assert!(
+            !line.contains("Error {") && !line.contains("kind:"),
+            "a debug value reaches the user: {line}"
+        );
+    }
+    says(
+        &check(&doc, "firmware")["summary"].to_string(),
+        &["mali_csffw.bin.zst", "zstd"],
+    );
 }
 
 #[test]
@@ -572,20 +582,19 @@ fn uncompressed_firmware_wins_over_updates_zst() {
 
 #[test]
 fn vk_driver_files_override_is_honoured() {
-    let doc = report(
-        doctor(fixture_dir("duplicate-icds"))
-            .args(&["--only", "vulkan-icd"])
-            .env(
-                "VK_DRIVER_FILES",
-                "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json",
-            ),
-        exit::OK,
+    // Under --root the image's login environment counts (etc/environment.d), not this shell's.
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write(
+        "etc/environment.d/90-vk.conf",
+        "VK_DRIVER_FILES=/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json\n",
     );
+    let doc = report(doctor(fx.path()).args(&["--only", "vulkan-icd"]), exit::OK);
     expect(&doc, &[("vulkan-icd", "pass")]);
 
-    let doc = doctor(fixture_dir("duplicate-icds"))
+    let fx = Fixture::copy("duplicate-icds");
+    fx.write("etc/environment", "VK_ICD_FILENAMES=/nowhere/lvp.json\n");
+    let doc = doctor(fx.path())
         .args(&["--only", "vulkan-icd"])
-        .env("VK_ICD_FILENAMES", "/nowhere/lvp.json")
         .run()
         .stdout_json();
     expect_check(&doc, "vulkan-icd", "fail", "VK_ICD_FILENAMES");
@@ -759,10 +768,13 @@ fn unknown_rk3588_board_uses_the_generic_profile_and_others_are_refused() {
 
 #[test]
 fn loader_driver_filters_can_hide_panvk() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.write(
+        "etc/profile.d/vk.sh",
+        "export VK_LOADER_DRIVERS_DISABLE='*panfrost*'\n",
+    );
     let doc = report(
-        doctor(fixture_dir("boltzmann-mainline"))
-            .args(&["--only", "vulkan-icd"])
-            .env("VK_LOADER_DRIVERS_DISABLE", "*panfrost*"),
+        doctor(fx.path()).args(&["--only", "vulkan-icd"]),
         exit::PROBLEMS,
     );
     says(&summary(&doc, "vulkan-icd"), &["hidden"]);
@@ -783,5 +795,50 @@ fn next_boot_leaving_mainline_fails() {
         "boot-default",
         "fail",
         "leaves panthor's kernel",
+    );
+}
+
+#[test]
+fn boot_default_fails_when_its_kernel_initrd_or_device_trees_are_missing() {
+    for (gone, named) in [
+        (
+            "boot/vmlinuz-7.0.0-rc3-marfrit-A1",
+            "linux /boot/vmlinuz-7.0.0-rc3-marfrit-A1",
+        ),
+        (
+            "boot/initrd.img-7.0.0-rc3-marfrit-A1",
+            "initrd /boot/initrd.img-7.0.0-rc3-marfrit-A1",
+        ),
+        (
+            "usr/lib/linux-image-7.0.0-rc3-marfrit-A1",
+            "fdtdir /usr/lib/linux-image-7.0.0-rc3-marfrit-A1/",
+        ),
+    ] {
+        let fx = Fixture::copy("boltzmann-mainline");
+        fx.remove(gone);
+        let out = doctor(&fx)
+            .args(&["--only", "boot-default"])
+            .run()
+            .expect_code(exit::PROBLEMS);
+        let doc = out.stdout_json();
+        expect_check(&doc, "boot-default", "fail", named);
+        expect_check(&doc, "boot-default", "fail", "will not boot it");
+        says(&fix(&doc, "boot-default"), &["u-boot-update"]);
+    }
+}
+
+#[test]
+fn armbian_boot_fails_when_the_image_link_dangles() {
+    let fx = Fixture::copy("ampere-gpu-disabled");
+    fx.remove("boot/vmlinuz-6.16.8-edge-rockchip64");
+    let out = doctor(&fx)
+        .args(&["--only", "boot-default"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    expect_check(
+        &out.stdout_json(),
+        "boot-default",
+        "fail",
+        "/boot/Image points at vmlinuz-6.16.8-edge-rockchip64, which is missing",
     );
 }

@@ -36,3 +36,34 @@ fn a_closed_stdout_ends_quietly_in_both_modes() {
         );
     }
 }
+
+/// An unknown board's device tree carries escape sequences (a terminal title, a colour, a
+/// C1 CSI): the human output shows them escaped, the JSON keeps the exact bytes.
+#[test]
+fn control_bytes_from_the_image_are_escaped_for_people_and_kept_in_json() {
+    let fx = common::Fixture::empty();
+    fx.write(
+        "sys/firmware/devicetree/base/compatible",
+        "evil\u{1b}]0;pwned\u{7},board\0",
+    );
+    fx.write(
+        "sys/firmware/devicetree/base/model",
+        "Evil\u{1b}[31m\u{9b}2J Board\nfake line\0",
+    );
+    let human = common::rvl(&["doctor", "--no-vulkan"]).root(&fx).run();
+    let text = human.stdout();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'),
+        "raw control bytes reach the terminal: {text:?}"
+    );
+    assert!(text.contains(r"\u{1b}]0;pwned\u{7}"), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("fake line")), "{text}");
+    let json = common::rvl(&["doctor", "--no-vulkan", "--json"])
+        .root(&fx)
+        .run()
+        .stdout_json();
+    assert!(
+        json.to_string().contains(r"evil\u001b]0;pwned\u0007"),
+        "{json}"
+    );
+}

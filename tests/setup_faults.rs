@@ -183,3 +183,58 @@ fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
     rollback(fx.path(), &a.manifest);
     assert_same(&snapshot(&fixture_dir(c.fixture)), &snapshot(fx.path()));
 }
+
+/// A rollback that undoes setup's edits line-wise (a group line was added after setup), stopped
+/// at each of its writes: every path is as before the rollback or as the finished rollback
+/// leaves it, and the next `--rollback` finishes it with the later line kept.
+#[test]
+fn a_crash_at_any_write_of_a_line_wise_rollback_is_finished_next_time() {
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let c = &CASES[0];
+    let prepare = || {
+        let fx = Fixture::copy(c.fixture);
+        setup(&fx, &a.manifest)
+            .args(&["--board", c.board, "--only", "kernel,access", "--yes"])
+            .env("SUDO_USER", "alice")
+            .run()
+            .expect_code(exit::OK);
+        let mut group = fx.read("etc/group");
+        group.push_str("docker:x:999:alice\n");
+        fx.write("etc/group", group);
+        fx
+    };
+    let done = prepare();
+    rollback(done.path(), &a.manifest);
+    let finished = snapshot(done.path());
+    let want_group = format!(
+        "{}docker:x:999:alice\n",
+        std::fs::read_to_string(fixture_dir(c.fixture).join("etc/group")).unwrap()
+    );
+    assert_eq!(done.read("etc/group"), want_group);
+    let mut n = 1;
+    loop {
+        let fx = prepare();
+        let s = States {
+            old: snapshot(fx.path()),
+            new: finished.clone(),
+            a: artifacts(&firmware_bytes(), None, &[]),
+        };
+        let at = format!("rollback at-write:{n}");
+        let out = setup(&fx, &a.manifest)
+            .arg("--rollback")
+            .env("RVL_FAULT", format!("at-write:{n}"))
+            .run();
+        if out.code() == exit::OK {
+            assert!(
+                n > 3,
+                "{at}: the rollback made too few writes to test: {out}"
+            );
+            break;
+        }
+        assert_eq!(out.code(), FAULT_EXIT, "{at}: {out}");
+        assert_old_or_new(&snapshot(fx.path()), &s, &at);
+        rollback(fx.path(), &a.manifest);
+        assert_same(&finished, &snapshot(fx.path()));
+        n += 1;
+    }
+}

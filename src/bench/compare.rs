@@ -16,10 +16,7 @@ use crate::output::Style;
 /// Write `doc` (the document `--json` prints) atomically (temporary file + rename), so a crash
 /// never leaves half a file.
 pub fn save(path: &Path, doc: &impl Serialize) -> Result<(), Error> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = save_dir(path);
     let io = |e: std::io::Error| Error::io("--save", path, e);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     serde_json::to_writer_pretty(&mut tmp, doc).map_err(|e| io(e.into()))?;
@@ -29,14 +26,41 @@ pub fn save(path: &Path, doc: &impl Serialize) -> Result<(), Error> {
     Ok(())
 }
 
+fn save_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Before any benchmarking: can `save` write `path`? It makes the same temporary file `save`
+/// will (and removes it at once), so a run of minutes does not end in a permission error.
+pub fn check_writable(path: &Path) -> Result<(), Error> {
+    let io = |e: std::io::Error| Error::io("--save", path, e);
+    if path.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
+    }
+    tempfile::NamedTempFile::new_in(save_dir(path)).map_err(io)?;
+    Ok(())
+}
+
 /// Read a saved result: the `--json` document of this version (the envelope, whose
 /// `schema_version` and report fields are at the top level) or a file saved by an earlier
 /// one (`schema_version` + the report fields). Anything else is a clear BAD_INPUT error
 /// naming the file.
 pub fn load(path: &Path) -> Result<Value, Error> {
-    let bad = |msg: String| Error::BadInput(format!("--compare {}: {msg}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+    let text = crate::host::root::read_regular_string(path, crate::host::root::INPUT_CAP)
+        .map_err(|e| Error::BadInput(format!("--compare {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// [`load`]'s checks on text already read; `name` is what errors call the file.
+pub fn parse(text: &str, name: &str) -> Result<Value, Error> {
+    let bad = |msg: String| Error::BadInput(format!("--compare {name}: {msg}"));
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
         bad(format!(
             "not JSON (line {}, column {}): {e}",
             e.line(),

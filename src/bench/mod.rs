@@ -77,6 +77,9 @@ struct Inputs {
 impl Inputs {
     fn read(args: &cli::BenchArgs, settings: &Settings) -> Result<Inputs, Error> {
         let vars = &settings.vars;
+        if let Some(path) = &args.save {
+            compare::check_writable(path)?;
+        }
         Ok(Inputs {
             plan: Plan::from_args(args).map_err(Error::Usage)?,
             inject: inject::Injector::from_setting(vars.bench_inject_failure.as_deref())

@@ -21,9 +21,10 @@ impl Context<'_> {
         self.profile.map(|p| p.id.as_str()).unwrap_or("<board>")
     }
 
-    /// `rvl setup --board <id> --only <steps>`.
+    /// `sudo rvl setup --board <id> --only <steps>`: setup changes the system, so the fix a
+    /// person copies must carry the sudo it needs (rvl is in /usr/bin, on sudo's PATH).
     pub fn setup(&self, steps: &str) -> String {
-        format!("rvl setup --board {} --only {steps}", self.board_id())
+        format!("sudo rvl setup --board {} --only {steps}", self.board_id())
     }
 
     /// Why a live-only probe did not run, or None when it may run.

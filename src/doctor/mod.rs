@@ -36,9 +36,16 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
     // Loading Vulkan costs hundreds of milliseconds: only when the check will use it.
     let wants_vulkan =
         !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "vulkan-device");
+    // A foreign root is another system: its login environment, not this shell's, decides
+    // what its Vulkan loader reads.
+    let env = if root.is_live() {
+        settings.env.clone()
+    } else {
+        host::env::from_image(&root)
+    };
     let inv = host::gather(
         &root,
-        &settings.env,
+        &env,
         &host::GatherOptions {
             firmware: profile
                 .map(|p| p.gpu.firmware.as_str())

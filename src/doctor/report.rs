@@ -7,7 +7,7 @@ use super::checks;
 use super::context::{Context, ProfileSource};
 use super::finding::{Finding, Status};
 use crate::inventory::Inventory;
-use crate::output::{Outcome, Style};
+use crate::output::{escape_line, Outcome, Style};
 
 /// What `rvl doctor` hands back: the findings, or the list of checks (`--list-checks`).
 #[derive(Debug, Serialize)]
@@ -99,7 +99,9 @@ impl Report {
             _ => "no RK3588 board profile".to_string(),
         };
         let kernel = self.kernel.release.as_deref().unwrap_or("unknown");
-        out.push_str(&style.bold(&format!("rvl doctor: {board}, kernel {kernel}")));
+        // Every field may come from the inspected image: escaped before any colour is added.
+        let header = escape_line(&format!("rvl doctor: {board}, kernel {kernel}"));
+        out.push_str(&style.bold(&header));
         out.push('\n');
         let width = self.checks.iter().map(|f| f.id.len()).max().unwrap_or(0);
         for f in &self.checks {
@@ -142,14 +144,14 @@ fn glyph(status: Status, style: Style) -> String {
 /// A check's line, and its fix under it when the check warned or failed.
 fn finding_lines(f: &Finding, width: usize, style: Style) -> String {
     let summary = if f.status == Status::Skip {
-        style.dim(&format!("skipped: {}", f.summary))
+        style.dim(&format!("skipped: {}", escape_line(&f.summary)))
     } else {
-        f.summary.clone()
+        escape_line(&f.summary)
     };
     let mut out = format!("{} {:width$}  {summary}\n", glyph(f.status, style), f.id);
     if f.status >= Status::Warn {
         if let Some(fix) = &f.fix {
-            out.push_str(&format!("  {:width$}  fix: {fix}\n", ""));
+            out.push_str(&format!("  {:width$}  fix: {}\n", "", escape_line(fix)));
         }
     }
     out

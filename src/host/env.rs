@@ -15,6 +15,8 @@ pub const NAMES: &[&str] = &[
     "VK_LOADER_DRIVERS_SELECT",
     "VK_LOADER_DRIVERS_DISABLE",
     "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
+    // Under sudo, the user whose render-node access matters.
+    "SUDO_USER",
 ];
 
 pub use crate::inventory::Env;
@@ -31,9 +33,89 @@ impl Env {
     }
 }
 
+/// Where [`from_image`] looks, in the order a login session applies them (later wins).
+pub const IMAGE_FILES: &str = "etc/environment, etc/environment.d/*.conf, etc/profile.d/*.sh";
+
+/// The environment a login on the image under `root` would have, as far as its files say:
+/// `/etc/environment`, then `/etc/environment.d/*.conf`, then the simple `export NAME=VALUE`
+/// lines of `/etc/profile.d/*.sh` (sorted; a value that needs expansion is skipped). Under a
+/// foreign `--root` the checks use this, never the environment of the shell running rvl.
+pub fn from_image(root: &super::Root) -> Env {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut read = |path: &str| {
+        if let Ok(b) = root.read_capped(path, 1 << 20) {
+            vars.extend(parse_assignments(&String::from_utf8_lossy(&b)));
+        }
+    };
+    read("/etc/environment");
+    for (dir, ext) in [("/etc/environment.d", ".conf"), ("/etc/profile.d", ".sh")] {
+        for name in root.list_dir(dir).unwrap_or_default() {
+            if name.ends_with(ext) {
+                read(&format!("{dir}/{name}"));
+            }
+        }
+    }
+    Env::from_pairs(
+        vars.into_iter()
+            .filter(|(k, _)| NAMES.contains(&k.as_str())),
+    )
+}
+
+/// `NAME=VALUE` lines, `export ` allowed in front, one level of matching quotes taken off.
+/// Anything a shell would have to evaluate (`$`, backticks, `\`, `;`, a command) is skipped:
+/// the value is then unknown, and guessing it would be worse than leaving it out.
+pub fn parse_assignments(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+            let (name, value) = line.split_once('=')?;
+            let name_ok = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !name_ok {
+                return None;
+            }
+            let value = value.trim_end();
+            let unquoted = match value.as_bytes() {
+                [q @ (b'"' | b'\''), .., last] if q == last && value.len() >= 2 => {
+                    &value[1..value.len() - 1]
+                }
+                _ => value,
+            };
+            let needs_shell = unquoted.chars().any(|c| {
+                matches!(
+                    c,
+                    '$' | '`' | '\\' | ';' | '"' | '\'' | '&' | '|' | '<' | '>'
+                ) || c.is_control()
+            });
+            let bare_space = unquoted == value && value.contains(char::is_whitespace);
+            (!needs_shell && !bare_space).then(|| (name.to_string(), unquoted.to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_assignments_take_simple_values_and_skip_what_needs_a_shell() {
+        let text = "# comment\nexport VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl.json\nXDG_DATA_DIRS=\"/usr/share:/opt/share\"\nPATH=$PATH:/x\nexport A=`id`\n1X=y\nB=a b\nif true; then\n";
+        assert_eq!(
+            parse_assignments(text),
+            vec![
+                (
+                    "VK_DRIVER_FILES".to_string(),
+                    "/etc/vulkan/icd.d/rvl.json".to_string()
+                ),
+                (
+                    "XDG_DATA_DIRS".to_string(),
+                    "/usr/share:/opt/share".to_string()
+                ),
+            ]
+        );
+    }
 
     #[test]
     fn empty_values_read_as_unset() {

@@ -51,7 +51,15 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         let vulkan = opts.vulkan.then_some(live::VulkanLoad {
             library: opts.vulkan_library,
         });
-        live::probe(root, &render_nodes, env.get("XDG_RUNTIME_DIR"), vulkan)
+        live::probe(
+            root,
+            &render_nodes,
+            live::ProbeEnv {
+                xdg_runtime_dir: env.get("XDG_RUNTIME_DIR"),
+                sudo_user: env.get("SUDO_USER"),
+            },
+            vulkan,
+        )
     } else {
         Default::default()
     };
@@ -83,12 +91,16 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
 }
 
 fn kernel(root: &Root) -> KernelFacts {
-    let release = super::kernel::running_release(root);
+    let (release, release_error) = match super::kernel::read_release(root) {
+        Ok(r) => (r, None),
+        Err(e) => (None, Some(e)),
+    };
     KernelFacts {
         config: kernel_config(root, release.as_deref()),
         modules: sysfs::gpu_modules(root),
         kbase_version: sysfs::kbase_version(root),
         release,
+        release_error,
     }
 }
 
@@ -155,12 +167,15 @@ pub fn decompress(raw: &[u8], compression: Compression) -> Result<Vec<u8>, Strin
     let mut out = Vec::new();
     let res = match compression {
         Compression::None => return Ok(raw.to_vec()),
+        // ruzstd's errors print as Rust debug values; a person needs the sentence.
         Compression::Zstd => ruzstd::decoding::StreamingDecoder::new(raw)
-            .map_err(|e| e.to_string())
+            .map_err(|_| {
+                "the zstd frame header is missing or damaged (not a .zst file?)".to_string()
+            })
             .and_then(|d| {
                 d.take(FIRMWARE_CAP)
                     .read_to_end(&mut out)
-                    .map_err(|e| e.to_string())
+                    .map_err(|_| "the zstd data is damaged or cut short".to_string())
             }),
         Compression::Xz => xz2::read::XzDecoder::new(raw)
             .take(FIRMWARE_CAP)
@@ -277,6 +292,27 @@ fn initramfs_facts(root: &Root, release: Option<&str>, wanted: &str) -> Initramf
 /// Boot configuration files are small; anything bigger is not one.
 const BOOT_CONF_CAP: u64 = 1 << 20;
 
+/// The files an extlinux entry names that are not there. U-Boot reads them from the partition
+/// holding extlinux.conf, which is `/boot` itself when /boot is a partition of its own: a path
+/// counts as present under either reading.
+fn missing_boot_files(root: &Root, e: &extlinux::Entry) -> Vec<String> {
+    let present = |p: &str, dir: bool| {
+        let at = |q: &str| if dir { root.is_dir(q) } else { root.exists(q) };
+        at(p) || at(&format!("/boot/{}", p.trim_start_matches('/')))
+    };
+    [
+        ("linux", &e.linux, false),
+        ("initrd", &e.initrd, false),
+        ("fdt", &e.fdt, false),
+        ("fdtdir", &e.fdtdir, true),
+    ]
+    .into_iter()
+    .filter_map(|(k, p, dir)| p.as_deref().map(|p| (k, p, dir)))
+    .filter(|(_, p, dir)| !present(p, *dir))
+    .map(|(k, p, _)| format!("{k} {p}"))
+    .collect()
+}
+
 fn boot_facts(root: &Root) -> BootFacts {
     let entry = |e: &extlinux::Entry| BootEntry {
         label: e.label.clone(),
@@ -284,19 +320,27 @@ fn boot_facts(root: &Root) -> BootFacts {
         release: e.kernel_release(),
         line: e.line,
         fdtoverlays: e.fdtoverlays.clone(),
+        missing: missing_boot_files(root, e),
     };
-    let extlinux = root
-        .read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP)
-        .ok()
-        .map(|b| {
-            let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
-            ExtlinuxFacts {
-                path: ubootmenu::EXTLINUX_CONF.to_string(),
-                default_label: conf.default_label().map(str::to_string),
-                default_entry: conf.default_entry().map(entry),
-                entries: conf.entries().iter().map(entry).collect(),
-            }
-        });
+    let read = root.read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP);
+    // There but unreadable is a finding of its own, never "not found".
+    let extlinux_error = match &read {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(format!(
+            "cannot read {}: {}",
+            ubootmenu::EXTLINUX_CONF,
+            super::root::describe(e)
+        )),
+        _ => None,
+    };
+    let extlinux = read.ok().map(|b| {
+        let conf = extlinux::Extlinux::parse(&String::from_utf8_lossy(&b));
+        ExtlinuxFacts {
+            path: ubootmenu::EXTLINUX_CONF.to_string(),
+            default_label: conf.default_label().map(str::to_string),
+            default_entry: conf.default_entry().map(entry),
+            entries: conf.entries().iter().map(entry).collect(),
+        }
+    });
     let uboot_menu = super::boot::uboot_menu_installed(root).then(|| {
         let menu = super::boot::uboot_menu(root);
         let setting = menu.get("U_BOOT_DEFAULT");
@@ -328,11 +372,13 @@ fn boot_facts(root: &Root) -> BootFacts {
                 image_release: image
                     .as_deref()
                     .and_then(extlinux::release_from_kernel_path),
+                image_missing: image.is_some() && !root.exists("/boot/Image"),
                 image,
             }
         });
     BootFacts {
         extlinux,
+        extlinux_error,
         uboot_menu,
         armbian,
     }
@@ -341,16 +387,17 @@ fn boot_facts(root: &Root) -> BootFacts {
 fn icd_facts(root: &Root, env: &Env) -> IcdFacts {
     let search = icd::search_path(env);
     let mut manifests: Vec<ManifestFile> = Vec::new();
-    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    // A set, not a list: an image can hold thousands of manifests, and a linear look-up per
+    // file made this quadratic.
+    let mut seen: std::collections::HashSet<std::path::PathBuf> = Default::default();
     let mut visit = |path: String| {
         // The same file reached through two directories is read once, like the loader does.
         let canon = root
             .canonicalize(&path)
             .unwrap_or_else(|_| path.clone().into());
-        if seen.contains(&canon) {
+        if !seen.insert(canon) {
             return;
         }
-        seen.push(canon);
         manifests.push(manifest_file(root, &path));
     };
     for entry in &search.entries {
@@ -530,9 +577,17 @@ mod tests {
             decompress(&xz.finish().unwrap(), Compression::Xz).unwrap(),
             image
         );
-        assert!(decompress(b"not zstd", Compression::Zstd)
-            .unwrap_err()
-            .starts_with("cannot decompress"));
+        let bad = decompress(b"not zstd", Compression::Zstd).unwrap_err();
+        assert!(bad.starts_with("cannot decompress"), "{bad}");
+        assert!(
+            !bad.contains("Error {") && !bad.contains("kind:"),
+            "a debug value: {bad}"
+        );
+        let cut = decompress(&zst[..zst.len() / 2], Compression::Zstd).unwrap_err();
+        assert!(
+            !cut.contains("Error {") && !cut.contains("kind:"),
+            "a debug value: {cut}"
+        );
         assert!(decompress(b"not xz", Compression::Xz).is_err());
     }
 

@@ -3,18 +3,36 @@
 //! behind a 64-byte U-Boot legacy header (Armbian's uInitrd). Needed because a built-in panthor
 //! probes before the root file system exists, so its firmware must be in here.
 
+use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read};
+use std::rc::Rc;
 
 const UBOOT_MAGIC: [u8; 4] = [0x27, 0x05, 0x19, 0x56];
 const UBOOT_HEADER: u64 = 64;
 const NEWC_HEADER: usize = 110;
 const MAX_NAME: usize = 4096;
 
-/// True when any member name satisfies `wanted`. Errors for formats it cannot read.
+/// Decompressed bytes read from one image before giving up: real initramfs images are tens of
+/// MiB; a few KiB of zstd can claim gigabytes (a decompression bomb).
+pub const MAX_DECOMPRESSED: u64 = 512 << 20;
+
+/// True when any member name satisfies `wanted`. Errors for formats it cannot read, and
+/// ("too large") for images that decompress to more than [`MAX_DECOMPRESSED`].
 pub fn find_any<R: BufRead + 'static>(
     reader: R,
     wanted: impl Fn(&str) -> bool,
 ) -> io::Result<bool> {
+    find_any_capped(reader, wanted, MAX_DECOMPRESSED)
+}
+
+/// [`find_any`] with its own cap on the bytes all decompressors together may produce.
+pub fn find_any_capped<R: BufRead + 'static>(
+    reader: R,
+    wanted: impl Fn(&str) -> bool,
+    cap: u64,
+) -> io::Result<bool> {
+    // One budget for the whole image: compressed segments can nest and follow one another.
+    let budget = Budget(Rc::new(Cell::new(cap)), cap);
     let mut r: Box<dyn BufRead> = Box::new(reader);
     let head = read_up_to(&mut r, 4)?;
     if head == UBOOT_MAGIC {
@@ -38,16 +56,18 @@ pub fn find_any<R: BufRead + 'static>(
                 }
                 s
             }
-            [0x1f, 0x8b, ..] => Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(
-                BufReader::new(stream),
-            ))),
-            [0x28, 0xb5, 0x2f, 0xfd, ..] => Box::new(BufReader::new(
-                ruzstd::decoding::StreamingDecoder::new(stream)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+            [0x1f, 0x8b, ..] => Box::new(BufReader::new(
+                budget.wrap(flate2::bufread::MultiGzDecoder::new(BufReader::new(stream))),
             )),
-            [0xfd, b'7', b'z', b'X', b'Z', 0] => {
-                Box::new(BufReader::new(xz2::read::XzDecoder::new(stream)))
-            }
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => Box::new(BufReader::new(
+                budget.wrap(
+                    ruzstd::decoding::StreamingDecoder::new(stream)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+                ),
+            )),
+            [0xfd, b'7', b'z', b'X', b'Z', 0] => Box::new(BufReader::new(
+                budget.wrap(xz2::read::XzDecoder::new(stream)),
+            )),
             other => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -58,6 +78,44 @@ pub fn find_any<R: BufRead + 'static>(
                 ))
             }
         };
+    }
+}
+
+/// Bytes the decompressors may still produce (shared), and the cap for the message.
+#[derive(Clone)]
+struct Budget(Rc<Cell<u64>>, u64);
+
+impl Budget {
+    fn wrap<R: Read>(&self, inner: R) -> Capped<R> {
+        Capped {
+            inner,
+            budget: self.clone(),
+        }
+    }
+}
+
+/// A decompressor's output, failing once the image's budget is spent.
+struct Capped<R> {
+    inner: R,
+    budget: Budget,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.budget.0.get();
+        if left == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "initramfs is too large: it decompresses to more than {} MiB (rvl stops there)",
+                    self.budget.1 >> 20
+                ),
+            ));
+        }
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.budget.0.set(left - n as u64);
+        Ok(n)
     }
 }
 
@@ -215,6 +273,24 @@ mod tests {
         img.extend_from_slice(&[0u8; 60]);
         img.extend(cpio(&[(FW, b"fw")]));
         assert!(has_fw(img).unwrap());
+    }
+
+    #[test]
+    fn a_zstd_bomb_stops_at_the_cap_with_a_too_large_error() {
+        // 16 MiB of zero padding after a cpio archive: the scan has to read
+        // through all of it, so only the cap stops it.
+        let mut main = cpio(&[("init", b"x")]);
+        main.extend(std::iter::repeat_n(0u8, 16 << 20));
+        let zst = ruzstd::encoding::compress_to_vec(
+            &main[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        assert!(zst.len() < 4 << 20, "{}", zst.len());
+        let start = std::time::Instant::now();
+        let err = find_any_capped(Cursor::new(zst), |n| n == FW, 1 << 20).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        assert!(err.to_string().contains("too large"), "{err}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
     }
 
     #[test]

@@ -10,10 +10,20 @@ pub const CONFIG_CAP: u64 = 8 << 20;
 
 /// The running kernel's release, or None when the root has none (or an empty one).
 pub fn running_release(root: &Root) -> Option<String> {
-    root.read_capped(OSRELEASE, 4096)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-        .filter(|r| !r.is_empty())
+    read_release(root).ok().flatten()
+}
+
+/// [`running_release`], with a file that is there but cannot be read (permission, too large,
+/// not a regular file) told apart from one that is not there: the error says which.
+pub fn read_release(root: &Root) -> Result<Option<String>, String> {
+    match root.read_capped(OSRELEASE, 4096) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).trim().to_string()).filter(|r| !r.is_empty())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!(
+            "cannot read {OSRELEASE}: {}",
+            crate::host::root::describe(&e)
+        )),
+    }
 }
 
 /// `/boot/config-<release>` and its text, when that file is there. A release that could name

@@ -148,8 +148,9 @@ impl Root {
 
     /// Whole file, at most `cap` bytes (larger files are an error, not a truncation).
     pub fn read_capped(&self, in_root: impl AsRef<Path>, cap: u64) -> io::Result<Vec<u8>> {
-        let path = self.resolve(in_root.as_ref())?;
-        read_file_capped_as(&path, in_root.as_ref(), cap)
+        let in_root = in_root.as_ref();
+        let path = self.resolve(in_root)?;
+        read_regular(&path, cap).map_err(|e| named(e, in_root))
     }
 
     /// Whole file (capped at 16 MiB: sysfs, config and JSON files are tiny).
@@ -197,6 +198,92 @@ impl Root {
     }
 }
 
+/// Cap for the files rvl is handed by name rather than reads from a system tree (`--manifest`,
+/// `--profiles`, `--compare`, setup's journal and state): each is a few KiB of YAML or JSON.
+pub const INPUT_CAP: u64 = 16 << 20;
+
+/// Whole regular file at a host path, at most `cap` bytes: the one read for every file, in a
+/// root or named on the command line. The open is O_NONBLOCK so a FIFO planted where a file
+/// belongs cannot hang it; anything but a regular file (FIFO, `/dev/zero`, a directory) is
+/// refused after an fstat of the open file (no race with a swap); a larger file is an error,
+/// not a truncation, and at most `cap + 1` bytes are ever read.
+pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if meta.len() > cap {
+        return Err(too_large(path, cap));
+    }
+    let mut buf = Vec::new();
+    file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(too_large(path, cap));
+    }
+    Ok(buf)
+}
+
+/// [`read_regular`] as text; invalid UTF-8 is an error naming the file (YAML and JSON inputs).
+pub fn read_regular_string(path: &Path, cap: u64) -> io::Result<String> {
+    String::from_utf8(read_regular(path, cap)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not valid UTF-8", path.display()),
+        )
+    })
+}
+
+fn too_large(path: &Path, cap: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("{} is larger than {} bytes", path.display(), cap),
+    )
+}
+
+/// An IO error in words for a finding: "permission denied", "too large (…)", the rest as is.
+pub fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        io::ErrorKind::FileTooLarge => {
+            let msg = e.to_string();
+            match msg.rsplit_once(" is larger than ") {
+                Some((_, cap)) => format!("too large (more than {cap})"),
+                None => format!("too large ({msg})"),
+            }
+        }
+        io::ErrorKind::InvalidInput if e.to_string().ends_with("is not a regular file") => {
+            "not a regular file".to_string()
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// The same error, the host path in its message replaced by the in-root one.
+fn named(e: io::Error, in_root: &Path) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::InvalidInput => io::Error::new(
+            e.kind(),
+            format!("{} is not a regular file", in_root.display()),
+        ),
+        io::ErrorKind::FileTooLarge => {
+            let msg = e.to_string();
+            let cap = msg.rsplit(" than ").next().unwrap_or("");
+            io::Error::new(
+                e.kind(),
+                format!("{} is larger than {cap}", in_root.display()),
+            )
+        }
+        _ => e,
+    }
+}
+
 /// Queue the components of `path`. An absolute path restarts from the root (`resolved` is
 /// cleared when `rebase` is set, i.e. for link targets).
 fn push_components(
@@ -217,39 +304,6 @@ fn push_components(
             Component::Normal(n) => queue.push_back(n.to_os_string()),
         }
     }
-}
-
-/// A whole file named outside any root (`--manifest`, `--compare`, `--bench`), at most `cap`
-/// bytes, with the same guards as [`Root::read_capped`]: a FIFO or device cannot hang or
-/// flood the read.
-pub fn read_file_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    read_file_capped_as(path, path, cap)
-}
-
-/// Read `path`, naming it `shown` in errors.
-fn read_file_capped_as(path: &Path, shown: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    // O_NONBLOCK so a FIFO planted where a file belongs cannot hang the open; then only
-    // regular files are read (every sysfs, procfs and config file is one).
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::other(format!(
-            "{} is not a regular file",
-            shown.display()
-        )));
-    }
-    let mut buf = Vec::new();
-    file.by_ref().take(cap + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > cap {
-        return Err(io::Error::other(format!(
-            "{} is larger than {} bytes",
-            shown.display(),
-            cap
-        )));
-    }
-    Ok(buf)
 }
 
 #[cfg(test)]
@@ -370,6 +424,26 @@ mod tests {
         assert!(status.success());
         assert!(root.read("/fifo").is_err());
         assert!(root.read("/sys").is_err());
+    }
+
+    #[test]
+    fn read_regular_refuses_a_fifo_and_dev_zero_without_blocking_or_filling_memory() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = read_regular(&fifo, 10).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        let err = read_regular(Path::new("/dev/zero"), 10).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        fs::write(d.path().join("big"), vec![b'a'; 11]).unwrap();
+        let err = read_regular(&d.path().join("big"), 10).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        assert!(err.to_string().contains("larger than 10 bytes"), "{err}");
+        assert_eq!(read_regular(&d.path().join("big"), 11).unwrap().len(), 11);
     }
 
     #[test]

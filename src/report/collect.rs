@@ -171,7 +171,7 @@ pub fn kernel_log(root: &Root, c: &mut Collection) {
 
 /// A file outside the root the user named (`--bench FILE`).
 pub fn outside_file(path: &Path, name: &str, c: &mut Collection) {
-    match crate::host::root::read_file_capped(path, FILE_CAP) {
+    match crate::host::root::read_regular(path, FILE_CAP) {
         Ok(data) => c.add(name, path.display().to_string(), data),
         Err(e) => c.skip(path.display().to_string(), why(&e)),
     }

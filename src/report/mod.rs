@@ -21,18 +21,14 @@ use crate::settings::Settings;
 use collect::{Collection, Skipped};
 use redact::Redactor;
 
-/// Variables of the process environment a report may carry (HOME and the rest never).
-const ENV_KEPT: &[&str] = &[
-    "XDG_RUNTIME_DIR",
-    "XDG_CONFIG_DIRS",
-    "XDG_DATA_DIRS",
-    "VK_DRIVER_FILES",
-    "VK_ICD_FILENAMES",
-    "VK_ADD_DRIVER_FILES",
-    "VK_LOADER_DRIVERS_SELECT",
-    "VK_LOADER_DRIVERS_DISABLE",
-    "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
-];
+/// Variables the doctor reads that a report never carries: they name the person, not the stack.
+const ENV_DROPPED: &[&str] = &["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "SUDO_USER"];
+
+/// A variable of the process environment a report may carry: one the doctor reads (the
+/// Vulkan loader's and XDG's) and not personal.
+fn env_kept(name: &str) -> bool {
+    crate::host::env::NAMES.contains(&name) && !ENV_DROPPED.contains(&name)
+}
 
 #[derive(Debug, Serialize)]
 pub struct ReportOutcome {
@@ -172,7 +168,7 @@ fn to_json<O: Outcome>(verb: &str, r: anyhow::Result<O>) -> Vec<u8> {
 }
 
 /// The doctor's inventory lists every variable it read (HOME among them); the report keeps
-/// only [`ENV_KEPT`].
+/// only what [`env_kept`] allows.
 fn keep_listed_env(doc: Vec<u8>) -> Vec<u8> {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&doc) else {
         return doc;
@@ -181,7 +177,7 @@ fn keep_listed_env(doc: Vec<u8>) -> Vec<u8> {
         .pointer_mut("/inventory/env")
         .and_then(|e| e.as_object_mut())
     {
-        vars.retain(|k, _| ENV_KEPT.contains(&k.as_str()));
+        vars.retain(|k, _| env_kept(k));
     }
     let mut out = serde_json::to_vec_pretty(&v).unwrap_or(doc);
     out.push(b'\n');
@@ -198,7 +194,7 @@ fn environment(root: &Root, settings: &Settings, c: &mut Collection) {
         );
     }
     let mut text = String::new();
-    for name in ENV_KEPT {
+    for name in crate::host::env::NAMES.iter().filter(|n| env_kept(n)) {
         if let Some(v) = settings.env.get(name) {
             text.push_str(&format!("{name}={v}\n"));
         }

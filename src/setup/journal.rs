@@ -1,5 +1,7 @@
 //! Transactions over the system: a journal written before the first change, a backup of every
-//! file before it is replaced, and an undo that restores byte for byte.
+//! file before it is replaced, and an undo that restores byte for byte. At commit each entry is
+//! sealed with what setup left there, so a later `--rollback` (see `rollback.rs`) can tell
+//! setup's changes from the admin's.
 //!
 //! State lives under `/var/lib/rvl` in the root (never next to the files it protects: kmod
 //! reads every `*.conf` in `modprobe.d`, the Vulkan loader every `*.json` in `icd.d`):
@@ -14,15 +16,19 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::edits::Edit;
 use super::fsops::{self, Meta, Node};
 use super::journal_check;
+use super::rollback::{self, After};
 use crate::digest::sha256_hex;
 use crate::error::Error;
 use crate::host::Root;
 
 /// The state directory, as an in-root path.
 pub const STATE_DIR: &str = "/var/lib/rvl";
-pub const SCHEMA: u32 = 1;
+/// 2: entries carry `after` (what setup left) and `edits`; 1 (no `after`) is still read, and
+/// its entries are restored whole, as rvl did then.
+pub const SCHEMA: u32 = 2;
 /// Largest journal, state file or backup setup reads back (a planted FIFO or `/dev/zero` must
 /// neither hang nor exhaust memory).
 const STATE_CAP: u64 = 64 << 20;
@@ -54,6 +60,12 @@ pub struct Entry {
     pub path: String,
     pub step: String,
     pub before: Before,
+    /// What setup left there when the run committed (none in schema 1 and in a journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+    /// Setup's own edits, for a file it edits line-wise (see `edits.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<Vec<Edit>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +92,12 @@ pub struct Journal {
     pub kind: RunKind,
     pub steps: Vec<String>,
     pub entries: Vec<Entry>,
+    /// A rollback's runs, newest first (empty in an apply's journal, or: every run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+    /// A rollback with `--force`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 /// One applied transaction in `state.json`.
@@ -88,12 +106,28 @@ pub struct Applied {
     pub id: String,
     pub steps: Vec<String>,
     pub entries: Vec<Entry>,
+    /// Set when a rollback undid the rest of this run but refused `entries` (seconds since the
+    /// epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partly_rolled_back: Option<u64>,
+}
+
+/// A run that was rolled back completely, for `--status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolledBack {
+    pub id: String,
+    pub steps: Vec<String>,
+    pub paths: Vec<String>,
+    /// When, in seconds since the epoch.
+    pub at: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct State {
     pub schema_version: u32,
     pub transactions: Vec<Applied>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolled_back: Vec<RolledBack>,
 }
 
 /// Where the state files of one root live on the host.
@@ -142,10 +176,14 @@ impl StateDir {
         let path = self.path("state.json");
         let st: Option<State> = load_json(&self.root, &path)?;
         Ok(match st {
-            Some(st) => journal_check::state(&self.root.join(&path), st)?,
+            // Read as the current schema from here on: new entries are written as such.
+            Some(st) => State {
+                schema_version: SCHEMA,
+                ..journal_check::state(&self.root.join(&path), st)?
+            },
             None => State {
                 schema_version: SCHEMA,
-                transactions: Vec::new(),
+                ..State::default()
             },
         })
     }
@@ -154,9 +192,9 @@ impl StateDir {
         save_json(&self.root, &self.path("journal.json"), j)
     }
 
-    fn save_state(&self, s: &State) -> anyhow::Result<()> {
+    pub(super) fn save_state(&self, s: &State) -> anyhow::Result<()> {
         let path = self.path("state.json");
-        if s.transactions.is_empty() {
+        if s.transactions.is_empty() && s.rolled_back.is_empty() {
             return fsops::remove_file(&self.root, &path)
                 .map_err(|e| write_error(&self.root.join(&path), e));
         }
@@ -168,7 +206,7 @@ impl StateDir {
         fsops::remove_file(&self.root, &path).map_err(|e| write_error(&self.root.join(&path), e))
     }
 
-    fn drop_backups(&self, id: &str) {
+    pub(super) fn drop_backups(&self, id: &str) {
         // Best effort: stale backups waste space but never change behaviour. The id was
         // checked to be one setup makes (journal_check), so this stays in backups/.
         let _ = fsops::remove_all(&self.root, &self.path(&format!("backups/{id}")));
@@ -232,6 +270,8 @@ impl Txn {
             kind: RunKind::Apply,
             steps: steps.to_vec(),
             entries: Vec::new(),
+            targets: Vec::new(),
+            force: false,
         };
         state.save_journal(&journal)?;
         Ok(Txn { state, journal })
@@ -296,6 +336,8 @@ impl Txn {
             path,
             step: step.to_string(),
             before,
+            after: None,
+            edits: None,
         })
     }
 
@@ -322,6 +364,8 @@ impl Txn {
                 path: s.clone(),
                 step: step.to_string(),
                 before: Before::AbsentDir,
+                after: None,
+                edits: None,
             })?;
             fsops::create_dir(self.root(), &dir)
                 .map_err(|e| write_error(&self.root().join(&dir), e))?;
@@ -382,10 +426,16 @@ impl Txn {
     /// Make the transaction permanent: append it to `state.json`, then drop the journal.
     pub fn commit(self) -> anyhow::Result<Applied> {
         let mut state = self.state.load_state()?;
+        let mut entries = self.journal.entries.clone();
+        // What setup left at each path: what a later rollback compares the tree with.
+        for e in &mut entries {
+            rollback::seal(&self.state, e)?;
+        }
         let applied = Applied {
             id: self.journal.id.clone(),
             steps: self.journal.steps.clone(),
-            entries: self.journal.entries.clone(),
+            entries,
+            partly_rolled_back: None,
         };
         if !applied.entries.is_empty() {
             state.transactions.push(applied.clone());
@@ -422,7 +472,7 @@ fn undo_entries(state: &StateDir, entries: &[Entry]) -> anyhow::Result<()> {
     }
 }
 
-fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
+pub(super) fn undo_one(state: &StateDir, e: &Entry) -> io::Result<()> {
     let root = &state.root;
     let at = Path::new(&e.path);
     fsops::remove_debris(root, at)?;
@@ -539,48 +589,39 @@ pub fn recover(root: &Root) -> anyhow::Result<Recovery> {
             })
         }
         RunKind::Rollback => {
-            finish_rollback(&state)?;
+            let ids = if journal.targets.is_empty() {
+                rollback::select(&state.load_state()?, &rollback::Options::default())?
+            } else {
+                journal.targets.clone()
+            };
+            rollback::finish(&state, &ids, journal.force)?;
             state.clear_journal()?;
             Ok(Recovery::FinishedRollback { id: journal.id })
         }
     }
 }
 
-/// Undo every applied transaction, newest first (the caller holds the lock and has recovered).
-/// Returns the paths restored or removed.
-pub fn rollback(root: &Root) -> anyhow::Result<Vec<Entry>> {
+/// Undo the runs `opts` selects, newest first (the caller holds the lock and has recovered),
+/// or with `dry_run` only say what that would do.
+pub fn rollback(root: &Root, opts: &rollback::Options) -> anyhow::Result<Vec<rollback::RunUndo>> {
     let state = StateDir::new(root);
     let st = state.load_state()?;
-    if st.transactions.is_empty() {
-        return Ok(Vec::new());
+    let ids = rollback::select(&st, opts)?;
+    if opts.dry_run || ids.is_empty() {
+        return rollback::plan(&state, &ids, opts.force);
     }
-    let undone: Vec<Entry> = st
-        .transactions
-        .iter()
-        .rev()
-        .flat_map(|t| t.entries.iter().rev().cloned())
-        .collect();
     state.save_journal(&Journal {
         schema_version: SCHEMA,
         id: new_id(),
         kind: RunKind::Rollback,
         steps: Vec::new(),
         entries: Vec::new(),
+        targets: ids.clone(),
+        force: opts.force,
     })?;
-    finish_rollback(&state)?;
+    let done = rollback::finish(&state, &ids, opts.force)?;
     state.clear_journal()?;
-    Ok(undone)
-}
-
-fn finish_rollback(state: &StateDir) -> anyhow::Result<()> {
-    let mut st = state.load_state()?;
-    while let Some(last) = st.transactions.last().cloned() {
-        undo_entries(state, &last.entries)?;
-        st.transactions.pop();
-        state.save_state(&st)?;
-        state.drop_backups(&last.id);
-    }
-    Ok(())
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -589,6 +630,10 @@ mod tests {
     use crate::{error, exit};
     use std::fs;
     use std::os::unix::fs::symlink;
+
+    fn all() -> rollback::Options {
+        rollback::Options::default()
+    }
 
     fn root_with_files() -> (tempfile::TempDir, Root) {
         let d = tempfile::tempdir().unwrap();
@@ -600,6 +645,7 @@ mod tests {
         .unwrap();
         fs::create_dir_all(d.path().join("boot")).unwrap();
         fs::create_dir_all(d.path().join("var/lib")).unwrap();
+        fs::write(d.path().join("boot/vmlinuz-6.1"), b"kernel").unwrap();
         symlink("vmlinuz-6.1", d.path().join("boot/Image")).unwrap();
         let root = Root::new(d.path());
         (d, root)
@@ -670,11 +716,14 @@ mod tests {
                 .count(),
             1
         );
-        let undone = rollback(&root).unwrap();
-        assert_eq!(undone.len(), 5, "{undone:?}");
+        let undone = rollback(&root, &all()).unwrap();
+        assert_eq!(undone[0].paths.len(), 5, "{undone:?}");
+        assert_eq!(undone[0].refused().count(), 0, "{undone:?}");
         assert_eq!(snapshot(d.path()), before);
-        assert!(!d.path().join("var/lib/rvl/state.json").exists());
-        assert!(rollback(&root).unwrap().is_empty());
+        let st = StateDir::new(&root).load_state().unwrap();
+        assert!(st.transactions.is_empty());
+        assert_eq!(st.rolled_back[0].paths.len(), 5);
+        assert!(rollback(&root, &all()).unwrap().is_empty());
     }
 
     #[test]
@@ -722,7 +771,7 @@ mod tests {
         .unwrap();
         t.commit().unwrap();
         fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
-        rollback(&root).unwrap();
+        rollback(&root, &all()).unwrap();
         assert_eq!(
             Meta::of(&root, Path::new("/etc/vulkan/icd.d/rvl_panvk.aarch64.json"))
                 .unwrap()
@@ -756,7 +805,7 @@ mod tests {
         let (d, root) = root_with_files();
         fs::create_dir_all(d.path().join("var/lib/rvl")).unwrap();
         fs::write(d.path().join("var/lib/rvl/state.json"), b"{ nope").unwrap();
-        let err = rollback(&root).unwrap_err();
+        let err = rollback(&root, &all()).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
         assert!(err.to_string().contains("state.json: line 1"), "{err}");
     }
@@ -777,11 +826,103 @@ mod tests {
             panic!()
         };
         fs::write(d.path().join("var/lib/rvl").join(backup), b"evil").unwrap();
-        let err = rollback(&root).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::ROLLBACK_INCOMPLETE);
+        let runs = rollback(&root, &all()).unwrap();
+        let refused: Vec<_> = runs[0].refused().collect();
+        assert!(
+            refused[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("does not match its recorded sha256"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            StateDir::new(&root)
+                .load_state()
+                .unwrap()
+                .transactions
+                .len(),
+            1,
+            "the refused path stays rolled-back-able"
+        );
         assert_eq!(
             fs::read(d.path().join("etc/vulkan/icd.d/rvl_panvk.aarch64.json")).unwrap(),
             b"changed\n"
         );
+    }
+
+    #[test]
+    fn a_boot_link_is_never_pointed_back_at_a_missing_kernel() {
+        let (d, root) = root_with_files();
+        let mut t = Txn::begin(&root, &[]).unwrap();
+        t.symlink("/boot/Image", "vmlinuz-7.0", "kernel").unwrap();
+        t.commit().unwrap();
+        fs::remove_file(d.path().join("boot/vmlinuz-6.1")).unwrap();
+        let runs = rollback(&root, &all()).unwrap();
+        let refused: Vec<_> = runs[0].refused().collect();
+        assert_eq!(refused[0].path, "/boot/Image");
+        assert!(
+            refused[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("vmlinuz-6.1, which is missing"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            fs::read_link(d.path().join("boot/Image")).unwrap(),
+            Path::new("vmlinuz-7.0")
+        );
+    }
+
+    #[test]
+    fn a_file_changed_after_setup_is_refused_unless_forced() {
+        let (d, root) = root_with_files();
+        let conf = d.path().join("etc/vulkan/icd.d/rvl_panvk.aarch64.json");
+        let mut t = Txn::begin(&root, &[]).unwrap();
+        t.write_file(
+            "/etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+            b"setup\n",
+            0o644,
+            "x",
+        )
+        .unwrap();
+        t.commit().unwrap();
+        fs::write(&conf, b"admin\n").unwrap();
+        let runs = rollback(&root, &all()).unwrap();
+        assert_eq!(runs[0].refused().count(), 1);
+        assert_eq!(fs::read(&conf).unwrap(), b"admin\n");
+        let forced = rollback::Options {
+            force: true,
+            ..all()
+        };
+        let runs = rollback(&root, &forced).unwrap();
+        assert_eq!(runs[0].refused().count(), 0, "{runs:?}");
+        assert_eq!(fs::read(&conf).unwrap(), b"blacklist x\n");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_schema_1_is_still_read() {
+        let (d, root) = root_with_files();
+        let dir = d.path().join("var/lib/rvl");
+        fs::create_dir_all(&dir).unwrap();
+        let v1 = r#"{"schema_version":1,"transactions":[{"id":"1-1","steps":["x"],"entries":[{"path":"/etc/environment.d/90-rvl-vulkan.conf","step":"x","before":{"was":"absent"}}]}]}"#;
+        fs::write(dir.join("state.json"), v1).unwrap();
+        fs::create_dir_all(d.path().join("etc/environment.d")).unwrap();
+        fs::write(
+            d.path().join("etc/environment.d/90-rvl-vulkan.conf"),
+            b"edited later",
+        )
+        .unwrap();
+        // Schema 1 has no `after`: its entries are restored as rvl did then.
+        assert_eq!(rollback(&root, &all()).unwrap()[0].refused().count(), 0);
+        assert!(!d
+            .path()
+            .join("etc/environment.d/90-rvl-vulkan.conf")
+            .exists());
+        fs::write(dir.join("state.json"), v1.replace(":1,", ":99,")).unwrap();
+        let err = rollback(&root, &all()).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert!(err.to_string().contains("schema_version 99"), "{err}");
     }
 }

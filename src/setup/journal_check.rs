@@ -181,11 +181,12 @@ fn entries(file: &Path, id: &str, list: &mut [Entry]) -> Result<(), Error> {
 }
 
 fn schema(file: &Path, v: u32) -> Result<(), Error> {
-    if v == SCHEMA {
+    // Schema 1 (no `after`) is still read: its entries are restored whole.
+    if (1..=SCHEMA).contains(&v) {
         return Ok(());
     }
     Err(Error::Journal(format!(
-        "{}: schema_version {v} is not one this rvl knows (it reads {SCHEMA}); it was written by another rvl, or by hand: nothing was changed",
+        "{}: schema_version {v} is not one this rvl knows (it reads 1 to {SCHEMA}); it was written by another rvl, or by hand: nothing was changed",
         file.display()
     )))
 }

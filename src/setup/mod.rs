@@ -2,12 +2,14 @@
 //!
 //! Flow: facts (read through the root) → plan (pure) → shown with diffs → confirmed → downloads
 //! verified → one journaled transaction → a second plan that must be empty. `--rollback` undoes
-//! every applied transaction byte for byte; `--status` shows them and any interrupted run.
+//! the applied transactions three-way (see `rollback.rs`: what changed since setup is kept);
+//! `--status` shows them, the rolled-back ones and any interrupted run.
 
 pub mod action;
 pub mod apply;
 pub mod archive;
 pub mod builder;
+pub mod edits;
 pub mod facts;
 pub mod fault;
 pub mod fsops;
@@ -20,6 +22,7 @@ pub mod patches;
 pub mod paths;
 pub mod plan;
 pub mod render;
+pub mod rollback;
 pub mod steps;
 pub mod target;
 
@@ -45,7 +48,7 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
         return status(&root);
     }
     if args.rollback {
-        return rollback(&root, args.json);
+        return rollback(&root, args);
     }
     let run = Run::prepare(args, settings, root)?;
     if args.dry_run {
@@ -304,24 +307,47 @@ fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
-/// `--rollback`: undo every applied transaction, newest first.
-fn rollback(root: &Root, as_json: bool) -> anyhow::Result<SetupOutcome> {
+/// `--rollback`: undo the applied runs (all, or `--run ID`), newest first; `--dry-run` only
+/// says what that would do.
+fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> {
+    let opts = rollback::Options {
+        force: args.force,
+        run: args.run.clone(),
+        dry_run: args.dry_run,
+    };
+    let place = Place::of(root);
+    if opts.dry_run {
+        let pending = journal::StateDir::new(root).load_journal()?;
+        let runs = journal::rollback(root, &opts)?;
+        return Ok(SetupOutcome::Rollback(RollbackReport::new(
+            true,
+            journal::Recovery::Nothing,
+            pending.map(|j| {
+                format!(
+                    "an interrupted {} run ({}) is pending; the rollback finishes it first",
+                    j.kind, j.id
+                )
+            }),
+            runs,
+            place,
+        )));
+    }
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
-    let recovered = recover(root, as_json)?;
-    let undone = journal::rollback(root)?;
-    Ok(SetupOutcome::Rollback(RollbackReport {
-        recovered,
-        restored: undone.into_iter().map(|e| e.path).collect(),
-        place: Place::of(root),
-    }))
+    let recovered = recover(root, args.json)?;
+    let runs = journal::rollback(root, &opts)?;
+    Ok(SetupOutcome::Rollback(RollbackReport::new(
+        false, recovered, None, runs, place,
+    )))
 }
 
-/// `--status`: what setup applied, and any interrupted run.
+/// `--status`: the runs setup applied or rolled back, and any interrupted run.
 fn status(root: &Root) -> anyhow::Result<SetupOutcome> {
     let dir = journal::StateDir::new(root);
+    let st = dir.load_state()?;
     Ok(SetupOutcome::Status(StatusReport {
-        applied: dir.load_state()?.transactions,
+        applied: st.transactions,
+        rolled_back: st.rolled_back,
         interrupted: dir.load_journal()?,
         place: Place::of(root),
     }))

@@ -8,12 +8,13 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::apply;
-use super::journal::{Applied, Journal, Recovery};
+use super::journal::{Applied, Journal, Recovery, RolledBack};
 use super::plan::Plan;
 use super::render;
+use super::rollback::{self, Act, RunUndo};
 use crate::exit;
 use crate::host::Root;
-use crate::output::{Outcome, Style};
+use crate::output::{escape_control, Outcome, Style};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
@@ -77,15 +78,56 @@ pub struct ApplyReport {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RollbackReport {
+    /// True for `--rollback --dry-run`: `runs` is the plan, nothing was changed.
+    pub dry_run: bool,
     pub recovered: Recovery,
+    /// Per run, newest first: what was (or would be) done to each path, with diffs.
+    pub runs: Vec<RunUndo>,
+    /// Paths put back, removed or with setup's edits undone.
     pub restored: Vec<String>,
+    /// Paths left as they are (each run's `paths` says why); they stay in `--status`.
+    pub refused: Vec<String>,
+    #[serde(skip)]
+    pub note: Option<String>,
     #[serde(skip)]
     pub place: Place,
 }
 
+impl RollbackReport {
+    pub fn new(
+        dry_run: bool,
+        recovered: Recovery,
+        note: Option<String>,
+        runs: Vec<RunUndo>,
+        place: Place,
+    ) -> Self {
+        let paths = || runs.iter().flat_map(|r| r.paths.iter());
+        let restored = paths()
+            .filter(|p| matches!(p.action, Act::Restore | Act::Remove | Act::UndoEdits))
+            .map(|p| p.path.clone())
+            .collect();
+        let refused = paths()
+            .filter(|p| p.action == Act::Refuse)
+            .map(|p| p.path.clone())
+            .collect();
+        RollbackReport {
+            dry_run,
+            recovered,
+            runs,
+            restored,
+            refused,
+            note,
+            place,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusReport {
+    /// Runs that can still be rolled back (all their paths, or those a rollback refused).
     pub applied: Vec<Applied>,
+    /// Runs rolled back completely.
+    pub rolled_back: Vec<RolledBack>,
     pub interrupted: Option<Journal>,
     #[serde(skip)]
     pub place: Place,
@@ -93,15 +135,17 @@ pub struct StatusReport {
 
 impl Outcome for SetupOutcome {
     fn exit_code(&self) -> i32 {
-        let plan = match self {
-            SetupOutcome::Plan(r) => &r.plan,
-            SetupOutcome::Apply(r) => &r.plan,
-            _ => return exit::OK,
-        };
-        if plan.blocked.is_empty() {
-            exit::OK
-        } else {
-            exit::BLOCKED
+        match self {
+            SetupOutcome::Rollback(r) if !r.dry_run && !r.refused.is_empty() => {
+                exit::ROLLBACK_INCOMPLETE
+            }
+            SetupOutcome::Plan(PlanReport { plan, .. })
+            | SetupOutcome::Apply(ApplyReport { plan, .. })
+                if !plan.blocked.is_empty() =>
+            {
+                exit::BLOCKED
+            }
+            _ => exit::OK,
         }
     }
 
@@ -109,7 +153,7 @@ impl Outcome for SetupOutcome {
         match self {
             SetupOutcome::Plan(r) => render::plan_text(&r.plan, &r.place.desc, style),
             SetupOutcome::Apply(r) => r.human(style),
-            SetupOutcome::Rollback(r) => r.human(),
+            SetupOutcome::Rollback(r) => r.human(style),
             SetupOutcome::Status(r) => r.human(),
         }
     }
@@ -127,7 +171,7 @@ impl ApplyReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\n{} applied {} ({}); undo with: rvl setup --rollback{}",
+            "\n{} applied {} ({}); undo with: sudo rvl setup --rollback{}",
             style.green("✓"),
             plural(outcome.steps.len(), "step", "steps"),
             outcome.steps.join(", "),
@@ -158,45 +202,144 @@ impl ApplyReport {
 }
 
 impl RollbackReport {
-    fn human(&self) -> String {
-        if self.restored.is_empty() {
-            return format!(
-                "Nothing to roll back: setup has not changed {}.\n",
+    fn human(&self, style: Style) -> String {
+        let mut s = String::new();
+        if let Some(n) = &self.note {
+            let _ = writeln!(s, "{} {}", style.yellow("!"), escape_control(n));
+        }
+        if self.runs.is_empty() {
+            let _ = writeln!(
+                s,
+                "Nothing to roll back: setup has not changed {}.",
+                self.place.desc
+            );
+            return s;
+        }
+        let (would, did) = if self.dry_run {
+            ("would", "Rollback would")
+        } else {
+            ("", "")
+        };
+        if self.dry_run {
+            let _ = writeln!(
+                s,
+                "{did} do this on {} (nothing changed yet):",
                 self.place.desc
             );
         }
-        let mut s = "✓ rolled back; restored or removed:\n".to_string();
-        for path in &self.restored {
-            let _ = writeln!(s, "  {path}");
+        for run in &self.runs {
+            let _ = writeln!(
+                s,
+                "run {} ({}):",
+                escape_control(&run.id),
+                escape_control(&run.steps.join(", "))
+            );
+            for p in &run.paths {
+                let path = escape_control(&p.path);
+                let verb = match p.action {
+                    Act::Nothing => continue,
+                    Act::Restore => "restore",
+                    Act::Remove => "remove",
+                    Act::UndoEdits => "undo setup's edits in",
+                    Act::Refuse => "",
+                };
+                if p.action == Act::Refuse {
+                    let _ = writeln!(
+                        s,
+                        "  {} {} {path}: {}",
+                        style.yellow("!"),
+                        if self.dry_run { "would leave" } else { "left" },
+                        escape_control(p.reason.as_deref().unwrap_or(""))
+                    );
+                } else if self.dry_run {
+                    let _ = writeln!(s, "  {would} {verb} {path}");
+                } else {
+                    let _ = writeln!(s, "  {} {} {path}", style.green("✓"), past(verb));
+                }
+                if self.dry_run {
+                    if let Some(d) = &p.diff {
+                        for line in escape_control(d).lines() {
+                            let _ = writeln!(s, "    {line}");
+                        }
+                    }
+                }
+            }
+        }
+        if !self.refused.is_empty() && !self.dry_run {
+            let _ = writeln!(
+                s,
+                "{} rollback incomplete: {} left as {} (see above); `rvl setup --status{}` lists them, `sudo rvl setup --rollback --force{}` puts the saved copies back",
+                style.yellow("!"),
+                plural(self.refused.len(), "path", "paths"),
+                if self.refused.len() == 1 { "it is" } else { "they are" },
+                self.place.flag,
+                self.place.flag
+            );
+        } else if !self.dry_run {
+            let _ = writeln!(s, "{} rolled back", style.green("✓"));
         }
         s
     }
 }
 
+fn past(verb: &str) -> &str {
+    match verb {
+        "restore" => "restored",
+        "remove" => "removed",
+        _ => "undid setup's edits in",
+    }
+}
+
+fn run_time(id: &str) -> String {
+    rollback::id_secs(id)
+        .map(rollback::utc)
+        .unwrap_or_else(|| "?".into())
+}
+
 impl StatusReport {
     fn human(&self) -> String {
         let mut s = String::new();
-        if self.applied.is_empty() {
+        if self.applied.is_empty() && self.rolled_back.is_empty() {
             let _ = writeln!(s, "setup has not changed {}.", self.place.desc);
         }
-        for t in &self.applied {
+        for t in self.applied.iter().rev() {
+            let state = match t.partly_rolled_back {
+                Some(at) => format!(
+                    "partly rolled back at {}; these were refused (rvl setup --rollback --force{} puts them back)",
+                    rollback::utc(at),
+                    self.place.flag
+                ),
+                None => "not rolled back".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "applied {}: {} ({})",
-                t.id,
-                t.steps.join(", "),
+                "run {} at {}: {} ({}), {state}",
+                escape_control(&t.id),
+                run_time(&t.id),
+                escape_control(&t.steps.join(", ")),
                 plural(t.entries.len(), "path", "paths")
             );
             for e in &t.entries {
-                let _ = writeln!(s, "  {}", e.path);
+                let _ = writeln!(s, "  {}", escape_control(&e.path));
             }
+        }
+        for t in self.rolled_back.iter().rev() {
+            let _ = writeln!(
+                s,
+                "run {} at {}: {} ({}), rolled back at {}",
+                escape_control(&t.id),
+                run_time(&t.id),
+                escape_control(&t.steps.join(", ")),
+                plural(t.paths.len(), "path", "paths"),
+                rollback::utc(t.at)
+            );
         }
         if let Some(j) = &self.interrupted {
             let _ = writeln!(
                 s,
-                "! an interrupted {} run ({}, {} touched) is pending: the next `rvl setup` or `rvl setup --rollback` finishes it",
+                "! an interrupted {} run ({}, {} touched) is pending: the next `sudo rvl setup` or `sudo rvl setup --rollback` finishes it",
                 j.kind,
-                j.id,
+                escape_control(&j.id),
                 plural(j.entries.len(), "path", "paths")
             );
         }
@@ -233,6 +376,7 @@ mod tests {
         assert_eq!(v["mode"], "apply");
         let status = SetupOutcome::Status(StatusReport {
             applied: Vec::new(),
+            rolled_back: Vec::new(),
             interrupted: None,
             place: Place::of(&Root::new("/tmp/x")),
         });

@@ -73,7 +73,8 @@ pub fn load_dir(dir: &Path, project: &str) -> anyhow::Result<Vec<Patch>> {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if e.path().is_file() {
-            let data = fs::read(e.path()).map_err(|err| Error::io("cannot read", e.path(), err))?;
+            let data = crate::host::root::read_regular(&e.path(), crate::host::root::INPUT_CAP)
+                .map_err(|err| Error::io("cannot read", e.path(), err))?;
             files.push((name, data));
         }
     }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::action::{Action, Verify};
 use super::plan::Plan;
 use crate::manifest::Origin;
-use crate::output::Style;
+use crate::output::{escape_line, Style};
 
 pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
     let mut s = String::new();
@@ -30,7 +30,7 @@ pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
                 "\n{:>2}. {} — {}",
                 i + 1,
                 style.bold(&step.step),
-                step.summary
+                escape_line(&step.summary)
             );
             for a in &step.actions {
                 action_text(&mut s, a, style);
@@ -41,7 +41,7 @@ pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
     if !plan.notes.is_empty() {
         let _ = writeln!(s);
         for n in &plan.notes {
-            let _ = writeln!(s, "{} {n}", style.yellow("note:"));
+            let _ = writeln!(s, "{} {}", style.yellow("note:"), escape_line(n));
         }
     }
     s
@@ -54,8 +54,15 @@ pub fn blocked_text(s: &mut String, plan: &Plan, style: Style) {
     }
     let _ = writeln!(s);
     for b in &plan.blocked {
-        let _ = writeln!(s, "{} {} blocked: {}", style.red("✗"), b.step, b.why);
-        let _ = writeln!(s, "    fix: {}", b.fix);
+        // Why and fix may quote the image's files (a setting's value, a tool's message).
+        let _ = writeln!(
+            s,
+            "{} {} blocked: {}",
+            style.red("✗"),
+            b.step,
+            escape_line(&b.why)
+        );
+        let _ = writeln!(s, "    fix: {}", escape_line(&b.fix));
     }
 }
 
@@ -90,8 +97,9 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
         Action::Symlink { path, target, was } => {
             let _ = writeln!(
                 s,
-                "    link {path} -> {target} (was {})",
-                was.as_deref().unwrap_or("absent")
+                "    link {path} -> {} (was {})",
+                escape_line(target),
+                escape_line(was.as_deref().unwrap_or("absent"))
             );
         }
         Action::InstallArtifact {
@@ -168,8 +176,10 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
     }
 }
 
+/// A diff of a file from the image: each line escaped, then coloured.
 fn diff_text(s: &mut String, diff: &str, style: Style) {
     for line in diff.lines() {
+        let line = &escape_line(line);
         let painted = if line.starts_with("+++") || line.starts_with("---") {
             style.dim(line)
         } else if line.starts_with('+') {

@@ -626,11 +626,33 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     Ok(out)
 }
 
+/// The ICD manifest setup writes, serialized by serde: a prefix is data, never JSON syntax, so a
+/// quote or backslash in it stays inside the `library_path` string.
 pub fn icd_json(prefix: &str) -> String {
-    // The loader reads library_path; api_version is informational for it (Mesa 26 panvk: 1.4).
-    format!(
-        "{{\n    \"ICD\": {{\n        \"api_version\": \"1.4.335\",\n        \"library_arch\": \"64\",\n        \"library_path\": \"{prefix}/lib/{PANVK_LIBRARY}\"\n    }},\n    \"file_format_version\": \"1.0.1\"\n}}\n"
-    )
+    #[derive(serde::Serialize)]
+    struct Icd<'a> {
+        // The loader reads library_path; api_version is informational for it (Mesa 26 panvk: 1.4).
+        api_version: &'a str,
+        library_arch: &'a str,
+        library_path: String,
+    }
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        #[serde(rename = "ICD")]
+        icd: Icd<'a>,
+        file_format_version: &'a str,
+    }
+    let file = File {
+        icd: Icd {
+            api_version: "1.4.335",
+            library_arch: "64",
+            library_path: format!("{prefix}/lib/{PANVK_LIBRARY}"),
+        },
+        file_format_version: "1.0.1",
+    };
+    let mut text = serde_json::to_string_pretty(&file).expect("plain strings serialize");
+    text.push('\n');
+    text
 }
 
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
@@ -780,6 +802,17 @@ mod tests {
             j["ICD"]["library_path"],
             "/opt/rvl/mesa-1-rvl1/lib/libvulkan_panfrost.so"
         );
+    }
+
+    #[test]
+    fn a_quote_in_the_prefix_cannot_rewrite_the_icds_library_path() {
+        let prefix = r#"/opt/rvl/mesa-1", "library_path": "/tmp/evil.so"#;
+        let j: serde_json::Value = serde_json::from_str(&icd_json(prefix)).unwrap();
+        assert_eq!(
+            j["ICD"]["library_path"],
+            format!("{prefix}/lib/libvulkan_panfrost.so")
+        );
+        assert_eq!(j["ICD"].as_object().unwrap().len(), 3);
     }
 
     #[test]

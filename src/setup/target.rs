@@ -104,11 +104,7 @@ pub fn choose(
         ))
         .into()),
         // A --board value that names no profile is a usage error, as in `rvl doctor`.
-        Err(unknown) => Err(Error::Usage(format!(
-            "no board profile `{}` (known: {})",
-            unknown.id, unknown.known
-        ))
-        .into()),
+        Err(unknown) => Err(Error::Usage(unknown.to_string()).into()),
     }
 }
 

@@ -25,12 +25,27 @@ pub fn check(ctx: &Context) -> Finding {
     }
     let boot = &ctx.inv.boot;
     // U-Boot's distro boot tries extlinux.conf before boot.scr, so it wins over Armbian's files.
+    if let (None, Some(e)) = (&boot.extlinux, &boot.extlinux_error) {
+        // U-Boot reads it before boot.scr: what it holds decides the next boot, and we cannot tell.
+        return Finding::fail(ID, format!("{e}: cannot tell which kernel boots next"))
+            .fix("check /boot/extlinux/extlinux.conf: it must be a readable file under 1 MiB");
+    }
     let next = if let Some(x) = &boot.extlinux {
         match from_extlinux(x, boot.uboot_menu.as_ref()) {
             Ok(next) => next,
             Err(f) => return f,
         }
     } else if let Some(a) = &boot.armbian {
+        if a.image_missing {
+            return Finding::fail(
+                ID,
+                format!(
+                    "/boot/Image points at {}, which is missing; the board will not boot it",
+                    a.image.as_deref().unwrap_or("?")
+                ),
+            )
+            .fix("reinstall the kernel package (sudo apt install --reinstall linux-image-...), or point /boot/Image at an installed vmlinuz-<release>");
+        }
         from_armbian(a)
     } else {
         return Finding::skip(
@@ -59,6 +74,9 @@ fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Nex
         entry.line,
         entry.linux.as_deref().unwrap_or("(none)")
     ));
+    if !entry.missing.is_empty() {
+        return Err(missing_files(x, entry, menu.is_some()).evidence(evidence));
+    }
     let mut drift = None;
     if let Some(menu) = menu {
         evidence.push(format!(
@@ -92,6 +110,29 @@ fn no_default_entry(x: &ExtlinuxFacts, has_uboot_menu: bool) -> Finding {
         format!(
             "{}: default {label:?} names no label: U-Boot has nothing to boot",
             x.path
+        ),
+    )
+    .fix(fix)
+}
+
+/// The default entry names a kernel, initrd or device tree that is not there: U-Boot stops
+/// at that entry, so the board does not boot.
+fn missing_files(x: &ExtlinuxFacts, entry: &BootEntry, has_uboot_menu: bool) -> Finding {
+    let fix = if has_uboot_menu {
+        "reinstall the kernel package, or remove it (sudo apt remove linux-image-...) and run sudo u-boot-update".to_string()
+    } else {
+        format!(
+            "point label {} in {} at files that exist, or set `default` to a label that boots",
+            entry.label, x.path
+        )
+    };
+    Finding::fail(
+        ID,
+        format!(
+            "{}: the default label {} names what is missing: {}; the board will not boot it",
+            x.path,
+            entry.label,
+            entry.missing.join(", ")
         ),
     )
     .fix(fix)
@@ -184,6 +225,15 @@ fn judge(ctx: &Context, next: Next) -> Finding {
             Finding::warn(ID, summary)
         };
         return finding.evidence(ev).fix(mainline_fix(ctx));
+    }
+    if let (None, Some(e)) = (running, &ctx.inv.kernel.release_error) {
+        // No reboot advice when the running kernel is unknown: it may be this one already.
+        return Finding::warn(
+            ID,
+            format!("{summary}; the running kernel is unknown ({e})"),
+        )
+        .evidence(ev)
+        .fix("see the kernel check: /proc/sys/kernel/osrelease must be readable to compare");
     }
     if running != Some(release.as_str()) {
         let running = running.unwrap_or("?");

@@ -147,7 +147,12 @@ fn initramfs_evidence(initrd: &InitramfsFacts) -> String {
 }
 
 fn initramfs_lacks_firmware(ctx: &Context, right_path: &str) -> Finding {
-    let release = ctx.inv.kernel.release.as_deref().unwrap_or("$(uname -r)");
+    // The release comes from the inspected tree: quoted, so it stays one word of the command.
+    let release = match ctx.inv.kernel.release.as_deref() {
+        Some(r) => crate::shell::quote(r).into_owned(),
+        None => "\"$(uname -r)\"".to_string(),
+    };
+    let right_path = crate::shell::quote(right_path);
     Finding::fail(ID, "panthor is built in, but the initramfs lacks its firmware (it probes before / is mounted)")
         .fix(format!(
             "add an initramfs-tools hook with `copy_file firmware {right_path}` in /etc/initramfs-tools/hooks/, then sudo update-initramfs -u -k {release}"

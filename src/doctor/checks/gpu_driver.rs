@@ -7,6 +7,7 @@ use crate::doctor::finding::Finding;
 use crate::host::devicetree::DtNode;
 use crate::host::sysfs::PlatformGpu;
 use crate::inventory::Inventory;
+use crate::shell::quote;
 
 const ID: &str = "gpu-driver";
 
@@ -131,7 +132,11 @@ fn judge_device(ctx: &Context, dev: &PlatformGpu) -> Finding {
         .fix(vendor_switch_fix(ctx)),
         Some("panthor") => Finding::pass(ID, format!("panthor drives {}", dev.name)),
         Some(other) => Finding::fail(ID, format!("{} is bound to {other}, not panthor", dev.name))
-            .fix(format!("echo {0} | sudo tee /sys/bus/platform/drivers/{other}/unbind, then find why {other} claims it", dev.name)),
+            .fix(format!(
+                "echo {} | sudo tee {}, then find why {other} claims it",
+                quote(&dev.name),
+                quote(&format!("/sys/bus/platform/drivers/{other}/unbind"))
+            )),
         None => {
             let (why, fix) = why_unbound(ctx);
             Finding::fail(ID, format!("{} has no driver: {why}", dev.name)).fix(fix)
@@ -195,7 +200,7 @@ fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
         vendor_switch_fix(ctx)
     } else if crate::setup::overlays::for_board(ctx.board_id()).is_some() {
         format!(
-            "this board's mainline device tree leaves &gpu disabled; rvl ships the overlay that enables it (mali-supply, status = \"okay\"): sudo {}",
+            "this board's mainline device tree leaves &gpu disabled; rvl ships the overlay that enables it (mali-supply, status = \"okay\"): {}",
             ctx.setup("gpu-overlay")
         )
     } else {

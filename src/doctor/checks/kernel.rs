@@ -98,9 +98,11 @@ fn evidence(ctx: &Context) -> Vec<String> {
     let k = &ctx.inv.kernel;
     let mut ev = vec![format!(
         "release: {}",
-        k.release
-            .as_deref()
-            .unwrap_or("(proc/sys/kernel/osrelease unreadable)")
+        match (&k.release, &k.release_error) {
+            (Some(r), _) => r.clone(),
+            (None, Some(e)) => format!("({e})"),
+            (None, None) => "(no proc/sys/kernel/osrelease)".to_string(),
+        }
     )];
     if !k.modules.is_empty() {
         ev.push(format!("/sys/module: {}", k.modules.join(", ")));
@@ -130,6 +132,13 @@ fn not_mainline(ctx: &Context, release: &str) -> Option<Finding> {
     let inv = ctx.inv;
     let finding = match kernel_kind(inv, ctx.profile) {
         KernelKind::Mainline => return None,
+        KernelKind::Unknown if inv.kernel.release_error.is_some() => {
+            let e = inv.kernel.release_error.as_deref().unwrap_or("");
+            return Some(
+                Finding::warn(ID, format!("cannot tell which kernel runs: {e}"))
+                    .fix("make /proc/sys/kernel/osrelease a readable file (`uname -r` prints the release), then re-run rvl doctor"),
+            );
+        }
         KernelKind::Unknown => {
             return Some(
                 Finding::warn(

@@ -126,6 +126,7 @@ mod tests {
         inv.live_facts.user = Some(UserFacts {
             euid: 1000,
             groups: vec![1000],
+            sudo_user: None,
         });
         inv.live_facts.render.push(RenderAccess {
             dev_path: "/dev/dri/renderD129".into(),
@@ -133,6 +134,7 @@ mod tests {
             ioctl_error: None,
             mode: Some(0o660),
             gid: Some(105),
+            uid: Some(0),
             group: Some("render".into()),
             read_write: true,
             access_error: None,

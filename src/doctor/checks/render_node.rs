@@ -112,14 +112,28 @@ fn access_evidence(ctx: &Context, node: &RenderNode, access: &RenderAccess) -> V
     )];
     if let (Some(gid), Some(user)) = (access.gid, &ctx.inv.live_facts.user) {
         let member = user.groups.contains(&gid);
+        let who = match &user.sudo_user {
+            Some(name) => format!("{name} (uid {}, who ran sudo)", user.euid),
+            None => format!("this user (uid {})", user.euid),
+        };
         ev.push(format!(
-            "this user (uid {}) is {}a member of group {}",
-            user.euid,
+            "{who} is {}a member of group {}",
             if member { "" } else { "not " },
             access.group.clone().unwrap_or_else(|| gid.to_string())
         ));
     }
     ev
+}
+
+/// The user a usermod fix names: the one who ran sudo, else whoever copies the command.
+fn invoker_word(ctx: &Context) -> String {
+    ctx.inv
+        .live_facts
+        .user
+        .as_ref()
+        .and_then(|u| u.sudo_user.as_deref())
+        .map(|n| crate::shell::quote(n).into_owned())
+        .unwrap_or_else(|| "\"$USER\"".into())
 }
 
 /// The live probe's answer: may this user open the node, and does panthor answer on it.
@@ -130,14 +144,21 @@ fn judge_access(ctx: &Context, node: &RenderNode, access: &RenderAccess) -> Find
             .access_error
             .as_deref()
             .unwrap_or("permission denied");
-        return Finding::fail(
-            ID,
-            format!("this user cannot open {} ({why})", node.dev_path),
-        )
-        .fix(format!(
-            "sudo usermod -aG {group} \"$USER\", then log out and back in (or {})",
-            ctx.setup("access")
-        ));
+        let who = ctx
+            .inv
+            .live_facts
+            .user
+            .as_ref()
+            .and_then(|u| u.sudo_user.clone())
+            .unwrap_or_else(|| "this user".into());
+        return Finding::fail(ID, format!("{who} cannot open {} ({why})", node.dev_path)).fix(
+            format!(
+                "sudo usermod -aG {} {}, then log out and back in (or {})",
+                crate::shell::quote(&group),
+                invoker_word(ctx),
+                ctx.setup("access")
+            ),
+        );
     }
     match access.ioctl_driver.as_deref() {
         Some("panthor") => Finding::pass(
@@ -236,6 +257,7 @@ mod tests {
             ioctl_error: Some("Inappropriate ioctl for device (os error 25)".into()),
             mode: Some(0o660),
             gid: Some(105),
+            uid: Some(0),
             group: Some("render".into()),
             read_write: true,
             access_error: None,

@@ -24,6 +24,15 @@ pub fn check(ctx: &Context) -> Finding {
     let icd = &ctx.inv.vulkan_icd;
     let panvk = sort_panvk(icd, &ctx.inv.env);
     let mut ev = evidence(icd);
+    if !ctx.inv.live {
+        ev.insert(
+            0,
+            format!(
+                "environment: the image's ({}), not this shell's",
+                crate::host::env::IMAGE_FILES
+            ),
+        );
+    }
     ev.extend(
         panvk
             .hidden
@@ -81,11 +90,12 @@ fn sort_panvk<'a>(icd: &'a IcdFacts, env: &Env) -> Panvk<'a> {
         .iter()
         .filter_map(|m| icd::filtered_out(env, &m.path).map(|why| (m.path.as_str(), why)))
         .collect();
+    let hidden_paths: std::collections::HashSet<&str> = hidden.iter().map(|(p, _)| *p).collect();
     let usable = all
         .iter()
         .copied()
         .filter(|m| m.library_found.is_some())
-        .filter(|m| !hidden.iter().any(|(p, _)| *p == m.path))
+        .filter(|m| !hidden_paths.contains(m.path.as_str()))
         .collect();
     Panvk {
         all,
@@ -141,7 +151,7 @@ fn duplicates(ctx: &Context, usable: &[&ManifestFile]) -> Finding {
     )
     .fix(format!(
         "keep one: export {DRIVER_FILES_VAR}={} or remove the others ({})",
-        paths[0],
+        crate::shell::quote(paths[0]),
         ctx.setup("icd")
     ))
 }

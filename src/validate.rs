@@ -1,0 +1,126 @@
+//! Field rules for the YAML rvl is handed (`--manifest`, `--profiles`). Their strings become
+//! install paths, prefixes, ICD contents and lines of boot configuration written as root, so a
+//! field is refused unless it has the shape its use needs. Pure: each rule returns the reason,
+//! the caller names the file and field.
+
+/// Versions go into install prefixes (`/opt/rvl/mesa-VERSION-rvl1`) and ICD paths: one plain
+/// token, nothing that is a path separator, a quote or a space.
+pub fn version(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && !s.starts_with(['.', '-'])
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".+~-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a plain version ([0-9A-Za-z.+~-], not starting with `.` or `-`), got {s:?}"
+        ))
+    }
+}
+
+/// A path *under* some directory (`/lib/firmware`, an archive's top): relative, no `..`,
+/// no empty or `.` components, no control bytes.
+pub fn relative_path(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if s.starts_with('/') {
+        return Err(format!("must be a relative path, got {s:?}"));
+    }
+    control_free(s)?;
+    if s.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(format!(
+            "must be a relative path without `..`, `.` or empty components, got {s:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// One file name (an overlay, a package): no `/`, not `.`/`..`, not an option, no control
+/// bytes or spaces (lists such as `overlays=a b` are space-separated).
+pub fn file_name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s != "."
+        && s != ".."
+        && !s.starts_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+~,@-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a plain file name ([0-9A-Za-z._+~,@-], no `/`), got {s:?}"
+        ))
+    }
+}
+
+/// Free text that may reach a config file or the terminal: no newline, no other control byte
+/// (a `\n` would start a new line of `armbianEnv.txt`).
+pub fn control_free(s: &str) -> Result<(), String> {
+    match s.chars().find(|c| c.is_control()) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "must not contain control characters (found {:?}) in {s:?}",
+            c
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_one_plain_token() {
+        for ok in ["26.1.6", "0.3.36", "7.0.0-rc3-marfrit-A1", "1.0+dfsg~1"] {
+            assert!(version(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "26\"x", "../../x", "1 2", "-rc", ".hidden", "a/b", "1\n",
+        ] {
+            assert!(version(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn relative_paths_never_climb_or_start_at_the_root() {
+        assert!(relative_path("arm/mali/arch10.8/mali_csffw.bin").is_ok());
+        for bad in [
+            "",
+            "../../../../etc/passwd",
+            "/etc/passwd",
+            "a/../b",
+            "a//b",
+            "./a",
+            "a/",
+            "a\nb",
+        ] {
+            assert!(relative_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn file_names_have_no_separator_space_or_newline() {
+        assert!(file_name("rk3588-mali-enable").is_ok());
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a b",
+            "x\nextraargs=init=/bin/sh",
+            "-x",
+        ] {
+            assert!(file_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn control_bytes_are_refused_in_free_text() {
+        assert!(control_free("Radxa ROCK 5 ITX (RK3588)").is_ok());
+        assert!(control_free("a\nb").is_err());
+        assert!(control_free("a\u{1b}[2Jb").is_err());
+        assert!(control_free("a\u{9b}b").is_err());
+    }
+}

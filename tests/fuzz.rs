@@ -1,0 +1,333 @@
+//! Fuzzing on stable: arbitrary bytes, and byte-level mutations of our own fixtures
+//! (`tests/fixtures/fuzz-seeds/<parser>/`, copied from `../shared/reference-fixtures/`), into
+//! every parser that reads what an inspected system or a user hands rvl. Property: no panic,
+//! and each input is handled within a time bound (no hang, no quadratic blow-up).
+//!
+//! The normal `cargo test` runs a CI-sized number of cases per parser; `FUZZ_CASES=N` runs N
+//! (README, "Fuzzing"). A failure prints the smallest input proptest shrank it to.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+use rvl::bootcfg::{armbian::ArmbianEnv, extlinux::Extlinux, kver, ubootmenu};
+use rvl::host::{devicetree, initramfs, sysfs};
+
+/// Cases per parser unless FUZZ_CASES says otherwise: a few thousand together stay well under a
+/// minute in a debug build on two cores.
+const CI_CASES: u32 = 2000;
+
+/// Longest one input may take (debug build, loaded machine). The parsers are linear and small
+/// inputs take microseconds; only a hang or a blow-up gets near this.
+const PER_INPUT: Duration = Duration::from_secs(2);
+
+/// Decompressed-byte cap for the initramfs target, so a mutated bomb stays cheap to run into.
+const INITRAMFS_CAP: u64 = 1 << 20;
+
+fn cases() -> u32 {
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CI_CASES)
+}
+
+/// The seed files of one parser, sorted by name.
+fn seeds(dir: &str) -> Vec<Vec<u8>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz-seeds")
+        .join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let seeds: Vec<_> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    assert!(!seeds.is_empty(), "no seeds in {}", path.display());
+    seeds
+}
+
+/// One edit of a seed: overwrite, insert or delete a byte at a position (taken modulo the length).
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(usize, u8),
+    Insert(usize, u8),
+    Delete(usize),
+    /// Repeat a slice (start, len, times): grows inputs the way real files repeat lines.
+    Repeat(usize, usize, usize),
+}
+
+fn mutate(mut data: Vec<u8>, edits: &[Edit], truncate: Option<usize>) -> Vec<u8> {
+    for e in edits {
+        let len = data.len();
+        match *e {
+            Edit::Set(i, b) if len > 0 => data[i % len] = b,
+            Edit::Insert(i, b) => data.insert(i % (len + 1), b),
+            Edit::Delete(i) if len > 0 => {
+                data.remove(i % len);
+            }
+            Edit::Repeat(start, n, times) if len > 0 => {
+                let start = start % len;
+                let end = (start + n % 64 + 1).min(len);
+                let chunk = data[start..end].to_vec();
+                for _ in 0..times % 8 {
+                    data.splice(end..end, chunk.iter().copied());
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(t) = truncate {
+        data.truncate(t % (data.len() + 1));
+    }
+    data
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    // Bytes that matter to the formats: separators, quotes, NUL, newlines, high bytes.
+    let byte = prop_oneof![
+        any::<u8>(),
+        prop::sample::select(b"\0\n\r\t =:\"'{}[],#-/.\\\x1b\xff0".to_vec()),
+    ];
+    prop_oneof![
+        (any::<usize>(), byte.clone()).prop_map(|(i, b)| Edit::Set(i, b)),
+        (any::<usize>(), byte).prop_map(|(i, b)| Edit::Insert(i, b)),
+        any::<usize>().prop_map(Edit::Delete),
+        (any::<usize>(), any::<usize>(), any::<usize>())
+            .prop_map(|(s, n, t)| Edit::Repeat(s, n, t)),
+    ]
+}
+
+/// Half fresh random bytes, half mutated seeds.
+fn input(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
+    let n = seeds.len();
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..1024),
+        (
+            0..n,
+            prop::collection::vec(edit(), 0..16),
+            prop::option::of(any::<usize>())
+        )
+            .prop_map(move |(i, edits, t)| mutate(seeds[i].clone(), &edits, t)),
+    ]
+}
+
+/// Run `parse` on `cases()` inputs from `seed_dir`; a panic or a slow input fails the test.
+fn fuzz(seed_dir: &str, parse: impl Fn(&[u8])) {
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    runner
+        .run(&input(seeds(seed_dir)), |bytes| {
+            let t = Instant::now();
+            parse(&bytes);
+            let took = t.elapsed();
+            prop_assert!(took < PER_INPUT, "{} bytes took {took:?}", bytes.len());
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("fuzz {seed_dir}: {e}"));
+    eprintln!(
+        "fuzz {seed_dir}: {} cases in {:?}",
+        cases(),
+        started.elapsed()
+    );
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn fuzz_device_tree_strings() {
+    fuzz("dt", |b| {
+        for s in devicetree::parse_string_list(b) {
+            devicetree::is_mali_compatible(&s);
+        }
+        devicetree::parse_string(b);
+    });
+}
+
+#[test]
+fn fuzz_uevent() {
+    fuzz("uevent", |b| {
+        sysfs::parse_uevent(&text(b));
+    });
+}
+
+#[test]
+fn fuzz_icd_json() {
+    fuzz("icd", |b| {
+        let t = text(b);
+        if let Ok(m) = rvl::icd::parse_manifest(&t) {
+            rvl::icd::is_panvk(&m.library_path);
+        }
+        // The loader-filter globs come from the environment: pattern and name both arbitrary.
+        let (p, n) = t.split_at(
+            t.char_indices()
+                .nth(t.chars().count() / 2)
+                .map_or(0, |c| c.0),
+        );
+        rvl::icd::glob_match(p, n);
+    });
+}
+
+#[test]
+fn fuzz_extlinux() {
+    fuzz("extlinux", |b| {
+        let t = text(b);
+        let mut conf = Extlinux::parse(&t);
+        assert_eq!(conf.render(), t, "an unedited parse renders the input back");
+        let labels: Vec<String> = conf.entries().iter().map(|e| e.label.clone()).collect();
+        for e in conf.entries() {
+            e.kernel_release();
+        }
+        conf.default_entry();
+        if let Some(l) = labels.last() {
+            conf.set_default(l);
+            let again = Extlinux::parse(&conf.render());
+            assert_eq!(
+                again.default_label(),
+                Some(l.as_str()),
+                "set_default sticks"
+            );
+        }
+        for line in t.lines() {
+            rvl::bootcfg::extlinux::release_from_kernel_path(line);
+        }
+    });
+}
+
+#[test]
+fn fuzz_u_boot_menu_conf() {
+    fuzz("ubootmenu", |b| {
+        let t = text(b);
+        ubootmenu::parse_assignments(&t);
+        let menu = ubootmenu::UbootMenu::merge([(
+            "/etc/u-boot-menu/conf.d/x.conf".to_string(),
+            ubootmenu::Fragment::Text(&t),
+        )]);
+        menu.default_label();
+    });
+}
+
+#[test]
+fn fuzz_armbian_env() {
+    fuzz("armbian", |b| {
+        let t = text(b);
+        let mut env = ArmbianEnv::parse(&t);
+        env.overlays();
+        env.add_overlay("panthor-gpu");
+        assert!(
+            ArmbianEnv::parse(&env.render())
+                .overlays()
+                .contains(&"panthor-gpu".to_string()),
+            "an added overlay survives a render and parse"
+        );
+        env.remove_overlay("panthor-gpu");
+        env.set("extraargs", "cma=256M");
+        env.render();
+    });
+}
+
+#[test]
+fn fuzz_firmware_header() {
+    fuzz("firmware", |b| {
+        let _ = rvl::firmware::CsfHeader::parse(b);
+    });
+}
+
+fn compressed_variants(cpio: &[u8]) -> Vec<Vec<u8>> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(cpio).unwrap();
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(cpio).unwrap();
+    let zst = ruzstd::encoding::compress_to_vec(cpio, ruzstd::encoding::CompressionLevel::Fastest);
+    vec![gz.finish().unwrap(), xz.finish().unwrap(), zst]
+}
+
+#[test]
+fn fuzz_initramfs() {
+    // The plain cpio fixture, and the same archive behind each compressor.
+    let plain = seeds("initramfs");
+    let mut all = plain.clone();
+    for p in &plain {
+        all.extend(compressed_variants(p));
+    }
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let started = Instant::now();
+    runner
+        .run(&input(all), |bytes| {
+            let t = Instant::now();
+            let _ = initramfs::find_any_capped(
+                Cursor::new(bytes.clone()),
+                |n| n.ends_with("mali_csffw.bin"),
+                INITRAMFS_CAP,
+            );
+            prop_assert!(t.elapsed() < PER_INPUT, "{} bytes", bytes.len());
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("fuzz initramfs: {e}"));
+    eprintln!(
+        "fuzz initramfs: {} cases in {:?}",
+        cases(),
+        started.elapsed()
+    );
+}
+
+#[test]
+fn fuzz_profiles() {
+    fuzz("profile", |b| {
+        let _ = rvl::profile::parse("fuzz.yaml", &text(b));
+    });
+}
+
+#[test]
+fn fuzz_manifest() {
+    fuzz("manifest", |b| {
+        let _ = rvl::manifest::Manifest::parse(&text(b), "fuzz.yaml");
+    });
+}
+
+#[cfg(feature = "bench")]
+#[test]
+fn fuzz_saved_bench_json() {
+    fuzz("bench", |b| {
+        let _ = rvl::bench::compare::parse(&text(b), "fuzz.json");
+    });
+}
+
+#[test]
+fn fuzz_kernel_releases_and_config() {
+    fuzz("kernel", |b| {
+        let t = text(b);
+        let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
+        kver::sort_releases_desc(&mut lines);
+        rvl::kernelcfg::KernelVersion::parse(&t);
+        rvl::kernelcfg::looks_like_vendor_release(&t);
+        rvl::kernelcfg::KernelConfig::parse(&t);
+    });
+}
+
+#[test]
+fn fuzz_image_environment_and_shell_quoting() {
+    fuzz("environment", |b| {
+        let t = text(b);
+        for (name, value) in rvl::host::env::parse_assignments(&t) {
+            assert!(
+                !name.is_empty() && !value.contains('\n'),
+                "{name}={value:?}"
+            );
+        }
+        rvl::shell::quote(&t);
+    });
+}
