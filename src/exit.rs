@@ -26,6 +26,10 @@ pub const NOT_CONFIRMED: i32 = 9;
 /// A step failed and rollback could not restore everything, or `--rollback` left paths that
 /// changed after setup (or would boot a missing kernel): `--status` lists what is left.
 pub const ROLLBACK_INCOMPLETE: i32 = 10;
+/// Setup: a step cannot fix what it is for on this system (a kernel that is not installed, no
+/// overlay for the board, no `dtc`); the rest of the plan was planned or applied, and the output
+/// names each blocked step with what to do first.
+pub const BLOCKED: i32 = 11;
 /// Internal error (a bug). Panics are mapped here too instead of Rust's default 101.
 pub const INTERNAL: i32 = 70;
 
@@ -43,5 +47,6 @@ pub const TABLE: &[(i32, &str)] = &[
     (NO_VULKAN, "no usable Vulkan device"),
     (NOT_CONFIRMED, "setup not confirmed (no terminal and no --yes, or declined)"),
     (ROLLBACK_INCOMPLETE, "rollback incomplete: a path changed after setup, or a failed step could not be undone (see rvl setup --status)"),
+    (BLOCKED, "setup: a step is blocked (see its fix); the rest of the plan ran"),
     (INTERNAL, "internal error (a bug)"),
 ];

@@ -116,6 +116,9 @@ pub struct BootEntry {
     /// Release taken from the `linux` path (`vmlinuz-<release>`).
     pub release: Option<String>,
     pub line: usize,
+    /// The entry's `fdtoverlays` line: overlays U-Boot applies before booting it.
+    #[serde(default)]
+    pub fdtoverlays: Option<String>,
     /// What the entry names that is not in the root, as `keyword path` (`initrd /boot/x`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
@@ -138,6 +141,9 @@ pub struct UbootMenuFacts {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArmbianFacts {
     pub overlays: Vec<String>,
+    /// `user_overlays=`: `/boot/overlay-user/NAME.dtbo` files boot.scr applies.
+    #[serde(default)]
+    pub user_overlays: Vec<String>,
     pub overlay_prefix: Option<String>,
     pub fdtfile: Option<String>,
     /// Target of the `/boot/Image` link, and the release it names.

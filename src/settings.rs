@@ -34,6 +34,9 @@ pub struct RvlVars {
     pub matmul_threads: Option<String>,
     /// `SUDO_USER`: the person behind `sudo rvl setup`, who gets GPU access.
     pub sudo_user: Option<String>,
+    /// `RVL_DTC`: the device-tree compiler setup runs instead of `dtc` from PATH (tests point
+    /// it at a missing file to see the blocked step).
+    pub dtc: Option<PathBuf>,
 }
 
 /// Whether each standard stream is a terminal.
@@ -77,6 +80,7 @@ impl Settings {
                 root_tools: var("RVL_ROOT_TOOLS").map(PathBuf::from),
                 matmul_threads: var("MATMUL_NUM_THREADS"),
                 sudo_user: var("SUDO_USER"),
+                dtc: var("RVL_DTC").map(PathBuf::from),
             },
             terminal,
             style: Style {

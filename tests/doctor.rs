@@ -203,7 +203,12 @@ const SCENARIOS: &[Scenario] = &[
         ],
         says: &[
             ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
-            ("gpu-driver", "fix", &["--board ampere --only gpu-overlay"]),
+            // rvl ships the overlay for ampere: the fix is the setup step that installs it.
+            (
+                "gpu-driver",
+                "fix",
+                &["sudo rvl setup --board ampere --only gpu-overlay"],
+            ),
         ],
     },
     // Panthor's probe failed for missing firmware.

@@ -171,6 +171,31 @@ fn setup_documents_follow_the_schema() {
 }
 
 #[test]
+fn a_blocked_step_is_listed_with_why_and_fix_and_exits_blocked() {
+    let fx = Fixture::copy("boltzmann-extlinux");
+    std::fs::remove_file(fx.path().join("boot/vmlinuz-7.0.0-rc3-marfrit-A1")).unwrap();
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let run = |args: &[&str]| checked(setup(fx.path(), &a.manifest).args(args));
+    for mode in ["--dry-run", "--yes"] {
+        let doc = run(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel,firmware",
+            mode,
+            "--json",
+        ]);
+        assert_eq!(doc["exit_code"], rvl::exit::BLOCKED, "{doc}");
+        let blocked = &doc["plan"]["blocked"][0];
+        assert_eq!(blocked["step"], "kernel", "{doc}");
+        assert!(blocked["fix"]
+            .as_str()
+            .unwrap()
+            .contains("sudo apt install linux-rk3588-marfrit-A1"));
+    }
+}
+
+#[test]
 fn report_documents_follow_the_schema() {
     let fx = Fixture::copy("boltzmann-mainline");
     let out = fx.parent().join("bug.tar.gz");

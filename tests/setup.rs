@@ -8,11 +8,13 @@ use std::path::Path;
 
 use common::http::sha256_hex;
 use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Artifacts};
-use common::{fixture_dir, rvl, setup, Fixture, Output};
+use common::{fixture_dir, fixture_file, have_dtc, rvl, setup, Fixture, Output};
 use rvl::exit;
 
 const BASIC: &str = "kernel,gpu-overlay,firmware,access";
 const MAINLINE: &str = "7.0.0-rc3-marfrit-A1";
+/// rvl's overlay for the CoolPi CM5 boards (ampere), as installed.
+const CM5_OVERLAY: &str = "rvl-rk3588-coolpi-cm5-gpu";
 
 /// A copy of a setup fixture root and the test manifest (firmware served on loopback).
 struct Board {
@@ -64,11 +66,15 @@ fn step_names(plan: &serde_json::Value) -> Vec<String> {
 
 /// Apply, check the second plan is empty, roll back, check the tree is what it was.
 fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
+    round_trip_of(fixture_name, board, BASIC, check_applied)
+}
+
+fn round_trip_of(fixture_name: &str, board: &str, steps: &str, check_applied: impl Fn(&Path)) {
     let b = Board::new(fixture_name);
     let root = b.root();
     let before = snapshot(root);
 
-    let plan = b.json_plan(board, BASIC);
+    let plan = b.json_plan(board, steps);
     assert!(step_names(&plan).contains(&"kernel".to_string()), "{plan}");
     assert_same(&before, &snapshot(root)); // --dry-run changes nothing
     assert!(
@@ -76,7 +82,7 @@ fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
         "--dry-run must not create state"
     );
 
-    b.run_as_rock(&["--board", board, "--only", BASIC, "--yes"])
+    b.run_as_rock(&["--board", board, "--only", steps, "--yes"])
         .expect_code(exit::OK)
         .expect_stdout("applied");
     check_applied(root);
@@ -86,7 +92,7 @@ fn round_trip(fixture_name: &str, board: &str, check_applied: impl Fn(&Path)) {
         .unwrap()
         .contains("render:x:105:rock\n"));
 
-    let again = b.json_plan(board, BASIC);
+    let again = b.json_plan(board, steps);
     assert!(
         step_names(&again).is_empty(),
         "second plan not empty: {again}"
@@ -143,7 +149,13 @@ fn hand_written_extlinux_round_trip_keeps_every_other_byte() {
 
 #[test]
 fn ampere_armbian_round_trip_repoints_the_boot_links() {
-    round_trip("ampere-armbian", "ampere", |root| {
+    // Without dtc the gpu-overlay step is blocked (tested below); the rest round-trips.
+    let steps = if have_dtc() {
+        BASIC
+    } else {
+        "kernel,firmware,access"
+    };
+    round_trip_of("ampere-armbian", "ampere", steps, |root| {
         for (link, target) in [
             ("boot/Image", format!("vmlinuz-{MAINLINE}")),
             ("boot/uInitrd", format!("uInitrd-{MAINLINE}")),
@@ -156,11 +168,19 @@ fn ampere_armbian_round_trip_repoints_the_boot_links() {
         }
         // The old kernel's files are all still there.
         assert!(root.join("boot/vmlinuz-6.1.75-vendor-rk35xx").exists());
-        // Mainline needs no overlay: armbianEnv.txt is untouched.
-        assert_eq!(
-            fs::read(root.join("boot/armbianEnv.txt")).unwrap(),
-            fs::read(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap()
-        );
+        // Mainline leaves ampere's GPU off: rvl's overlay is loaded as a user overlay, and
+        // armbianEnv.txt gains that one line only.
+        let orig =
+            fs::read_to_string(fixture_dir("ampere-armbian").join("boot/armbianEnv.txt")).unwrap();
+        let now = fs::read_to_string(root.join("boot/armbianEnv.txt")).unwrap();
+        if steps == BASIC {
+            assert_eq!(now, format!("{orig}user_overlays={CM5_OVERLAY}\n"));
+            assert!(root
+                .join(format!("boot/overlay-user/{CM5_OVERLAY}.dtbo"))
+                .is_file());
+        } else {
+            assert_eq!(now, orig);
+        }
     });
 }
 
@@ -219,7 +239,7 @@ fn without_a_terminal_or_yes_setup_refuses_and_changes_nothing() {
 }
 
 #[test]
-fn a_missing_mainline_kernel_names_the_package_to_install() {
+fn a_missing_mainline_kernel_blocks_its_step_only_and_names_the_package_to_install() {
     // ampere's profile pins no release: any mainline kernel new enough would do.
     for (fixture, board, says) in [
         (
@@ -235,22 +255,56 @@ fn a_missing_mainline_kernel_names_the_package_to_install() {
     ] {
         let b = Board::new(fixture);
         b.fx.remove(&format!("boot/vmlinuz-{MAINLINE}"));
-        b.run(&["--board", board, "--dry-run"])
-            .expect_code(exit::UNSUPPORTED)
-            .expect_stderr(says);
+        b.run(&["--board", board, "--only", "kernel,firmware", "--dry-run"])
+            .expect_code(exit::BLOCKED)
+            .expect_stdout("✗ kernel blocked: ")
+            .expect_stdout(says)
+            .expect_stdout("install the G610 CSF firmware");
+        let v = b
+            .run(&[
+                "--board",
+                board,
+                "--only",
+                "kernel,firmware",
+                "--dry-run",
+                "--json",
+            ])
+            .expect_code(exit::BLOCKED)
+            .stdout_json();
+        assert_eq!(v["exit_code"], exit::BLOCKED);
+        assert_eq!(step_names(&v), ["firmware"], "{v}");
+        assert_eq!(v["plan"]["blocked"][0]["step"], "kernel", "{v}");
+        let all = format!(
+            "{} {}",
+            v["plan"]["blocked"][0]["why"], v["plan"]["blocked"][0]["fix"]
+        );
+        assert!(all.contains(says), "{v}");
+        // Applying does the rest of the plan and still exits blocked.
+        b.run(&["--board", board, "--only", "kernel,firmware", "--yes"])
+            .expect_code(exit::BLOCKED)
+            .expect_stdout("applied 1 step (firmware)")
+            .expect_stdout("✗ kernel blocked: ");
+        assert!(b
+            .fx
+            .join("lib/firmware/arm/mali/arch10.8/mali_csffw.bin")
+            .exists());
     }
 }
 
 #[test]
 fn the_board_comes_from_the_device_tree_without_board() {
-    let v = Board::new("ampere-armbian")
+    let b = Board::new("ampere-armbian");
+    let out = b
         .run(&["--only", "kernel,gpu-overlay", "--dry-run", "--json"])
-        .expect_code(exit::OK)
         .stdout_json();
-    assert_eq!(v["plan"]["board"], "ampere");
-    // ampere's mainline device tree keeps the GPU off: setup says so instead of guessing.
-    let notes = v["plan"]["notes"].to_string();
-    assert!(notes.contains("leaves the GPU node disabled"), "{notes}");
+    assert_eq!(out["plan"]["board"], "ampere");
+    // ampere's mainline device tree keeps the GPU off: setup plans rvl's overlay (or says
+    // why it cannot), never nothing.
+    if have_dtc() {
+        assert_eq!(step_names(&out), ["kernel", "gpu-overlay"], "{out}");
+    } else {
+        assert_eq!(out["plan"]["blocked"][0]["step"], "gpu-overlay", "{out}");
+    }
 }
 
 #[test]
@@ -385,7 +439,7 @@ fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
 #[test]
 fn refusals_that_a_plan_cannot_get_past_are_named() {
     // (what the test removes from the root, the --only and --mesa-from flags, what stderr says)
-    let cases: [(Option<&str>, &[&str], &str); 3] = [
+    let cases: [(Option<&str>, &[&str], &str); 2] = [
         // The manifest has no prebuilt Mesa.
         (
             None,
@@ -394,12 +448,6 @@ fn refusals_that_a_plan_cannot_get_past_are_named() {
         ),
         // The ICD alone needs panvk installed first.
         (None, &["--only", "icd"], "run the mesa step first"),
-        // An image without a known boot configuration.
-        (
-            Some("boot/extlinux/extlinux.conf"),
-            &["--only", "kernel"],
-            "cannot tell how this image boots",
-        ),
     ];
     for (remove, only, says) in cases {
         let b = Board::new("boltzmann-extlinux");
@@ -413,6 +461,178 @@ fn refusals_that_a_plan_cannot_get_past_are_named() {
             .expect_code(exit::UNSUPPORTED)
             .expect_stderr(says);
     }
+}
+
+#[test]
+fn an_image_without_a_known_boot_configuration_blocks_the_kernel_step() {
+    let b = Board::new("boltzmann-extlinux");
+    b.fx.remove("boot/extlinux/extlinux.conf");
+    b.run(&["--board", "boltzmann", "--only", "kernel", "--dry-run"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("✗ kernel blocked: cannot tell how this image boots");
+}
+
+#[test]
+fn gpu_overlay_on_ampere_with_the_gpu_disabled_installs_rvls_overlay_or_is_blocked() {
+    let fx = Fixture::copy("ampere-gpu-disabled");
+    // The lock and state live in var/lib/rvl; the doctor fixture has no var/lib to hold them.
+    fs::create_dir_all(fx.join("var/lib")).unwrap();
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let before = snapshot(fx.path());
+    let run = |dtc: Option<&str>, extra: &str| {
+        let cmd =
+            setup(&fx, &a.manifest).args(&["--board", "ampere", "--only", "gpu-overlay", extra]);
+        match dtc {
+            Some(d) => cmd.env("RVL_DTC", d),
+            None => cmd,
+        }
+        .run()
+    };
+    // No dtc: blocked with the package to install, never "nothing to do".
+    let out = run(Some("/nonexistent/dtc"), "--yes");
+    assert!(!out.stdout().contains("nothing to do"), "{out}");
+    out.expect_code(exit::BLOCKED)
+        .expect_stdout("✗ gpu-overlay blocked: ")
+        .expect_stdout("sudo apt install device-tree-compiler");
+    assert_same(&before, &snapshot(fx.path()));
+    if !have_dtc() {
+        return;
+    }
+    let out = run(None, "--yes");
+    assert!(!out.stdout().contains("nothing to do"), "{out}");
+    out.expect_code(exit::OK)
+        .expect_stdout(&format!("install /boot/overlay-user/{CM5_OVERLAY}.dtbo"));
+    assert!(fx
+        .read("boot/armbianEnv.txt")
+        .ends_with(&format!("\nuser_overlays={CM5_OVERLAY}\n")));
+    // Once installed, the step is done; without dtc it is kept, not blocked.
+    run(None, "--dry-run")
+        .expect_code(exit::OK)
+        .expect_stdout("nothing to do");
+    run(Some("/nonexistent/dtc"), "--dry-run").expect_code(exit::OK);
+    // The installed overlay enables &gpu with the board's real GPU regulator.
+    check_overlay_on_the_cm5_base(&fx.join(&format!("boot/overlay-user/{CM5_OVERLAY}.dtbo")));
+    setup(&fx, &a.manifest)
+        .args(&["--rollback"])
+        .run()
+        .expect_code(exit::OK);
+    assert_same(&before, &snapshot(fx.path()));
+}
+
+/// Apply an installed overlay to a base DTB compiled from a DTS with the CoolPi CM5's real
+/// labels (`gpu`, disabled; the RK806's `vdd_gpu_s0`), as U-Boot would: `&gpu` must end up
+/// okay, with mali-supply pointing at that regulator's phandle.
+fn check_overlay_on_the_cm5_base(dtbo: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.dtb");
+    let merged = dir.path().join("merged.dtb");
+    let run = |cmd: &mut std::process::Command| {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    run(std::process::Command::new("dtc")
+        .args(["-@", "-q", "-I", "dts", "-O", "dtb", "-o"])
+        .arg(&base)
+        .arg(fixture_file("dts/rk3588-coolpi-cm5-base.dts")));
+    run(std::process::Command::new("fdtoverlay")
+        .arg("-i")
+        .arg(&base)
+        .arg("-o")
+        .arg(&merged)
+        .arg(dtbo));
+    let get = |node: &str, prop: &str| {
+        run(std::process::Command::new("fdtget")
+            .arg(&merged)
+            .args([node, prop]))
+    };
+    assert_eq!(get("/gpu@fb000000", "status"), "okay");
+    let regulator = "/spi@feb20000/pmic@0/regulators/dcdc-reg1";
+    assert_eq!(
+        get("/gpu@fb000000", "mali-supply"),
+        get(regulator, "phandle")
+    );
+    assert_eq!(get(regulator, "regulator-name"), "vdd_gpu_s0");
+}
+
+#[test]
+fn gpu_overlay_on_u_boot_menu_and_plain_extlinux_follows_each_layout() {
+    if !have_dtc() {
+        return;
+    }
+    // ampere's board on the other fixtures' boot layouts (any rk3588 root will do: --board).
+    let b = Board::new("boltzmann-uboot-menu");
+    let before = snapshot(b.root());
+    b.run(&["--board", "ampere", "--only", "kernel,gpu-overlay", "--yes"])
+        .expect_code(exit::OK);
+    check_overlay_on_the_cm5_base(&b.fx.join(&format!("boot/dtbo/{CM5_OVERLAY}.dtbo")));
+    let frag = b.fx.read("etc/u-boot-menu/conf.d/rvl-overlays.conf");
+    assert!(
+        frag.ends_with(&format!("U_BOOT_FDT_OVERLAYS=\"{CM5_OVERLAY}.dtbo\"\n")),
+        "{frag}"
+    );
+    let ext = b.fx.read("boot/extlinux/extlinux.conf");
+    assert!(ext.contains("\ndefault l0\n"), "{ext}");
+    assert!(
+        ext.contains(&format!("\tfdtoverlays /boot/dtbo/{CM5_OVERLAY}.dtbo\n")),
+        "{ext}"
+    );
+    b.run(&[
+        "--board",
+        "ampere",
+        "--only",
+        "kernel,gpu-overlay",
+        "--dry-run",
+    ])
+    .expect_code(exit::OK)
+    .expect_stdout("nothing to do");
+    b.run(&["--rollback"]).expect_code(exit::OK);
+    assert_same(&before, &snapshot(b.root()));
+
+    // Plain extlinux: the kernel step's new default and the overlay line compose in one file.
+    let b = Board::new("boltzmann-extlinux");
+    let orig = b.fx.read("boot/extlinux/extlinux.conf");
+    b.run(&["--board", "ampere", "--only", "kernel,gpu-overlay", "--yes"])
+        .expect_code(exit::OK);
+    let ext = b.fx.read("boot/extlinux/extlinux.conf");
+    let line = format!("fdtoverlays /boot/dtbo/{CM5_OVERLAY}.dtbo\n");
+    assert!(ext.contains("\ndefault mainline\n"), "{ext}");
+    assert_eq!(ext.matches(&line).count(), 1, "{ext}");
+    let mainline_block = &ext[ext.find("label mainline").unwrap()..];
+    assert!(
+        mainline_block.contains(&line),
+        "on the default entry: {ext}"
+    );
+    assert_eq!(
+        ext.replace(&format!("    {line}"), ""),
+        orig.replace("\ndefault bsp\n", "\ndefault mainline\n")
+    );
+    check_overlay_on_the_cm5_base(&b.fx.join(&format!("boot/dtbo/{CM5_OVERLAY}.dtbo")));
+}
+
+#[test]
+fn gpu_overlay_on_a_vendor_dt_that_gives_kbase_the_gpu_is_blocked_not_nothing_to_do() {
+    let fx = Fixture::copy("boltzmann-vendor-kbase");
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    // The doctor fails gpu-driver on this root…
+    rvl(&["doctor", "--manifest"])
+        .arg(&a.manifest)
+        .root(&fx)
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stdout("✗ gpu-driver");
+    // …so setup's gpu-overlay must not call it done: it says what would fix it.
+    let out = setup(&fx, &a.manifest)
+        .args(&["--only", "gpu-overlay", "--dry-run"])
+        .run();
+    assert!(!out.stdout().contains("nothing to do"), "{}", out.stdout());
+    out.expect_code(exit::BLOCKED)
+        .expect_stdout("✗ gpu-overlay blocked: kbase owns the GPU")
+        .expect_stdout("sudo rvl setup --board boltzmann --only kernel");
 }
 
 #[test]

@@ -58,19 +58,30 @@ impl ArmbianEnv {
     }
 
     pub fn overlays(&self) -> Vec<String> {
-        self.get("overlays")
+        self.list("overlays")
+    }
+
+    /// The names of a space-separated list (`overlays=`, `user_overlays=`).
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.get(key)
             .map(|v| v.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default()
     }
 
     /// Add an overlay name if it is not listed yet. Returns true when something changed.
     pub fn add_overlay(&mut self, name: &str) -> bool {
-        let mut list = self.overlays();
+        self.add_to_list("overlays", name)
+    }
+
+    /// Add a name to a space-separated list if it is not there yet (`user_overlays=` names
+    /// `/boot/overlay-user/NAME.dtbo`). Returns true when something changed.
+    pub fn add_to_list(&mut self, key: &str, name: &str) -> bool {
+        let mut list = self.list(key);
         if list.iter().any(|o| o == name) {
             return false;
         }
         list.push(name.to_string());
-        self.set("overlays", &list.join(" "));
+        self.set(key, &list.join(" "));
         true
     }
 

@@ -145,6 +145,60 @@ impl Extlinux {
         *self = Extlinux::parse(&self.render());
     }
 
+    /// Add `path` to the `fdtoverlays` line of the entry `label` (appending to the line that is
+    /// there, or adding one after the entry's last line with the indentation of its `linux`
+    /// line). Every other byte stays. Returns false when the entry already lists it or there
+    /// is no such entry.
+    pub fn add_fdtoverlay(&mut self, label: &str, path: &str) -> bool {
+        let Some(entry) = self.entry(label) else {
+            return false;
+        };
+        if entry
+            .fdtoverlays
+            .as_deref()
+            .is_some_and(|v| v.split_whitespace().any(|p| p == path))
+        {
+            return false;
+        }
+        let start = entry.line; // the index of the line after `label`
+        let end = self
+            .entries
+            .iter()
+            .find(|e| e.line > entry.line)
+            .map_or(self.lines.len(), |e| e.line - 1);
+        let mut indent = "\t".to_string();
+        let mut last = start - 1;
+        let mut existing = None;
+        for i in start..end {
+            let raw = &self.lines[i];
+            if let Some((k, _)) = split_keyword(raw) {
+                last = i;
+                if k == "linux" || k == "kernel" {
+                    indent = raw[..raw.len() - raw.trim_start().len()].to_string();
+                }
+                if k == "fdtoverlays" || k == "devicetree-overlay" {
+                    existing = Some(i);
+                }
+            }
+        }
+        match existing {
+            Some(i) => {
+                let raw = &self.lines[i];
+                let ending = line_ending(raw);
+                self.lines[i] = format!("{} {path}{ending}", &raw[..raw.len() - ending.len()]);
+            }
+            None => {
+                if !self.lines[last].ends_with('\n') {
+                    self.lines[last].push('\n');
+                }
+                self.lines
+                    .insert(last + 1, format!("{indent}fdtoverlays {path}\n"));
+            }
+        }
+        *self = Extlinux::parse(&self.render());
+        true
+    }
+
     /// The file's bytes.
     pub fn render(&self) -> String {
         self.lines.concat()
@@ -203,6 +257,35 @@ mod tests {
     use super::*;
 
     const GENERATED: &str = "## /boot/extlinux/extlinux.conf\n##\n\ndefault l0\nmenu title U-Boot menu\nprompt 1\ntimeout 10\n\n\nlabel l0\n\tmenu label Debian 7.0.0-rc3-marfrit-A1\n\tlinux /boot/vmlinuz-7.0.0-rc3-marfrit-A1\n\tinitrd /boot/initrd.img-7.0.0-rc3-marfrit-A1\n\tfdtdir /usr/lib/linux-image-7.0.0-rc3-marfrit-A1/\n\t\n\tappend root=UUID=x quiet\n\nlabel l0r\n\tmenu label Debian 7.0.0-rc3-marfrit-A1 (rescue target)\n\tlinux /boot/vmlinuz-7.0.0-rc3-marfrit-A1\n\tappend root=UUID=x single\n\t\n\nlabel l1\n\tmenu label Debian 6.1.75-npu-port\n\tlinux /boot/vmlinuz-6.1.75-npu-port\n\tinitrd /boot/initrd.img-6.1.75-npu-port\n\t\n";
+
+    #[test]
+    fn an_overlay_is_added_to_one_entry_and_every_other_byte_stays() {
+        let mut conf = Extlinux::parse(GENERATED);
+        assert!(conf.add_fdtoverlay("l0", "/boot/dtbo/rvl-x.dtbo"));
+        let text = conf.render();
+        assert_eq!(
+            text,
+            GENERATED.replace(
+                "\tappend root=UUID=x quiet\n",
+                "\tappend root=UUID=x quiet\n\tfdtoverlays /boot/dtbo/rvl-x.dtbo\n"
+            )
+        );
+        assert_eq!(
+            conf.entry("l0").unwrap().fdtoverlays.as_deref(),
+            Some("/boot/dtbo/rvl-x.dtbo")
+        );
+        assert!(conf.entry("l0r").unwrap().fdtoverlays.is_none());
+        assert!(
+            !conf.add_fdtoverlay("l0", "/boot/dtbo/rvl-x.dtbo"),
+            "idempotent"
+        );
+        // A second overlay joins the line that is there.
+        assert!(conf.add_fdtoverlay("l0", "/boot/dtbo/b.dtbo"));
+        assert!(conf
+            .render()
+            .contains("\tfdtoverlays /boot/dtbo/rvl-x.dtbo /boot/dtbo/b.dtbo\n"));
+        assert!(!conf.add_fdtoverlay("nope", "/x"));
+    }
 
     #[test]
     fn parses_generated_file_with_tab_only_lines() {

@@ -319,6 +319,7 @@ fn boot_facts(root: &Root) -> BootFacts {
         linux: e.linux.clone(),
         release: e.kernel_release(),
         line: e.line,
+        fdtoverlays: e.fdtoverlays.clone(),
         missing: missing_boot_files(root, e),
     };
     let read = root.read_capped(ubootmenu::EXTLINUX_CONF, BOOT_CONF_CAP);
@@ -365,6 +366,7 @@ fn boot_facts(root: &Root) -> BootFacts {
                 .map(|t| t.display().to_string());
             ArmbianFacts {
                 overlays: env.overlays(),
+                user_overlays: env.list("user_overlays"),
                 overlay_prefix: env.get("overlay_prefix").map(str::to_string),
                 fdtfile: env.get("fdtfile").map(str::to_string),
                 image_release: image

@@ -72,6 +72,16 @@ pub enum Action {
         was_sha256: Option<String>,
         description: String,
     },
+    /// Install a device-tree overlay rvl compiled from its own source (`kernel/overlays/`).
+    InstallOverlay {
+        path: String,
+        /// The overlay's name (`rvl-…`).
+        name: String,
+        size: u64,
+        sha256: String,
+        #[serde(skip)]
+        dtb: Vec<u8>,
+    },
     /// Run a system tool (found in the root); `changes` are backed up first.
     RunTool {
         tool: String,

@@ -209,6 +209,7 @@ fn run_action(
             content,
             ..
         } => txn.write_file(path, content.as_bytes(), *mode, step),
+        Action::InstallOverlay { path, dtb, .. } => txn.write_file(path, dtb, 0o644, step),
         Action::RenameFile { from, to } => txn.rename(from, to, step),
         Action::Symlink { path, target, .. } => txn.symlink(path, target, step),
         Action::InstallArtifact {

@@ -42,6 +42,7 @@ const OVERLAY_DIRS: &[&str] = &["/boot/dtbo/", "/boot/overlay-user/"];
 pub fn touches(path: &str) -> Option<Touch> {
     let owned_files = [
         paths::RVL_CONF,
+        paths::RVL_OVERLAYS_CONF,
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,

@@ -17,6 +17,7 @@ pub mod journal;
 pub mod journal_check;
 pub mod lock;
 pub mod outcome;
+pub mod overlays;
 pub mod patches;
 pub mod paths;
 pub mod plan;
@@ -103,13 +104,20 @@ impl<'a> Run<'a> {
 
     /// Read the facts and plan from them.
     fn plan(&self) -> anyhow::Result<plan::Plan> {
-        let facts = gather(&self.root, &self.manifest, self.settings);
+        let overlay = overlays::for_board(&self.target.board);
+        let facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        // Compiled on the host from rvl's embedded source, never from the image.
+        let compiled = overlay.map(|o| {
+            let dtc = overlays::find_dtc(self.settings.vars.dtc.as_deref());
+            overlays::compile(o, dtc.as_deref())
+        });
         plan::plan(
             &facts,
             &self.target,
             &self.manifest,
             &self.series,
             &self.opts,
+            compiled.as_ref(),
         )
     }
 
@@ -200,9 +208,15 @@ fn built_projects(opts: &action::Options) -> Vec<&'static str> {
 
 /// Read the facts through the root: the files setup owns or edits, the boot links, the
 /// firmware's hash and the install stamps of the pinned builds.
-fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts {
+fn gather(
+    root: &Root,
+    manifest: &Manifest,
+    settings: &Settings,
+    overlay: Option<&overlays::Overlay>,
+) -> facts::Facts {
     let texts = [
         paths::RVL_CONF,
+        paths::RVL_OVERLAYS_CONF,
         EXTLINUX_CONF,
         ARMBIAN_ENV,
         paths::GROUP_FILE,
@@ -220,8 +234,17 @@ fn gather(root: &Root, manifest: &Manifest, settings: &Settings) -> facts::Facts
             .recommended_firmware()
             .map(|f| crate::firmware::standard_path(&f.path))
             .into_iter()
+            .chain(
+                overlay
+                    .into_iter()
+                    .flat_map(|o| steps::overlay_paths(o.name)),
+            )
             .collect(),
-        present: steps::probe_paths(manifest),
+        present: [
+            steps::probe_paths(manifest),
+            vec![steps::KBASE_DEVICE.into()],
+        ]
+        .concat(),
         listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
         sudo_user: settings.vars.sudo_user.clone(),
     };

@@ -139,6 +139,12 @@ impl Outcome for SetupOutcome {
             SetupOutcome::Rollback(r) if !r.dry_run && !r.refused.is_empty() => {
                 exit::ROLLBACK_INCOMPLETE
             }
+            SetupOutcome::Plan(PlanReport { plan, .. })
+            | SetupOutcome::Apply(ApplyReport { plan, .. })
+                if !plan.blocked.is_empty() =>
+            {
+                exit::BLOCKED
+            }
             _ => exit::OK,
         }
     }
@@ -183,6 +189,7 @@ impl ApplyReport {
                 remaining.join(", ")
             );
         }
+        render::blocked_text(&mut s, &self.plan, style);
         if outcome
             .steps
             .iter()
@@ -349,6 +356,7 @@ mod tests {
             board: "boltzmann".into(),
             steps: Vec::new(),
             notes: Vec::new(),
+            blocked: Vec::new(),
         }
     }
 

@@ -3,6 +3,14 @@
 
 /// u-boot-menu fragment rvl writes (the admin's conf.d, read last by u-boot-update).
 pub const RVL_CONF: &str = "/etc/u-boot-menu/conf.d/rvl.conf";
+/// u-boot-menu fragment with rvl's `U_BOOT_FDT_OVERLAYS` (apart from rvl.conf, which the
+/// kernel step rewrites whole; it sorts before it, after the usual admin names).
+pub const RVL_OVERLAYS_CONF: &str = "/etc/u-boot-menu/conf.d/rvl-overlays.conf";
+/// Where u-boot-menu (`U_BOOT_FDT_OVERLAYS_DIR`'s default) and rvl's extlinux entries take
+/// overlays from.
+pub const DTBO_DIR: &str = "/boot/dtbo";
+/// Armbian's `user_overlays=NAME` loads `/boot/overlay-user/NAME.dtbo`.
+pub const ARMBIAN_USER_OVERLAY_DIR: &str = "/boot/overlay-user";
 /// The group database the `access` step edits.
 pub const GROUP_FILE: &str = "/etc/group";
 /// Its shadow, edited alongside when present.

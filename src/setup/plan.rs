@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::action::{Action, Options};
 use super::facts::Facts;
+use super::overlays::Compiled;
 use super::patches::Series;
 use super::steps;
 use super::target::Target;
@@ -37,11 +38,28 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// Things the user should know that need no change (skipped steps, guidance).
     pub notes: Vec<String>,
+    /// Steps that cannot fix what they are for on this system: why, and what to do first.
+    /// The other steps are still planned; setup exits with [`crate::exit::BLOCKED`].
+    pub blocked: Vec<Blocked>,
+}
+
+/// A step setup cannot carry out here, with the reason and the command or package that unblocks it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Blocked {
+    pub step: String,
+    pub why: String,
+    pub fix: String,
 }
 
 impl Plan {
+    /// No step has anything to apply (a blocked step has nothing to apply either).
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
+    }
+
+    /// Nothing to apply and nothing blocked: the system is where setup would take it.
+    pub fn is_done(&self) -> bool {
+        self.steps.is_empty() && self.blocked.is_empty()
     }
 
     pub fn step_names(&self) -> Vec<String> {
@@ -70,24 +88,31 @@ pub fn plan(
     manifest: &Manifest,
     patches: &Series,
     opts: &Options,
+    overlay: Option<&Compiled>,
 ) -> anyhow::Result<Plan> {
     check_only(&opts.only)?;
     let mut plan = Plan {
         board: target.board.clone(),
         steps: Vec::new(),
         notes: Vec::new(),
+        blocked: Vec::new(),
     };
-    let ctx = steps::Ctx {
-        facts,
-        patches,
-        target,
-        manifest,
-        opts,
-    };
+    // Each step plans against the files as the steps before it leave them, so two steps that
+    // edit one file (kernel and gpu-overlay on extlinux.conf) compose instead of the later
+    // one writing back the original with only its own change.
+    let mut facts = facts.clone();
     for name in STEP_NAMES {
         if !opts.wants(name) {
             continue;
         }
+        let ctx = steps::Ctx {
+            facts: &facts,
+            patches,
+            target,
+            manifest,
+            opts,
+            overlay,
+        };
         let planned = match name {
             "kernel" => steps::kernel(&ctx)?,
             "gpu-overlay" => steps::gpu_overlay(&ctx)?,
@@ -99,6 +124,18 @@ pub fn plan(
             _ => unreachable!("STEP_NAMES is exhaustive"),
         };
         plan.notes.extend(planned.notes);
+        if let Some((why, fix)) = planned.blocked {
+            plan.blocked.push(Blocked {
+                step: name.to_string(),
+                why,
+                fix,
+            });
+        }
+        for a in &planned.actions {
+            if let Action::WriteFile { path, content, .. } = a {
+                facts.files.insert(path.clone(), Some(content.clone()));
+            }
+        }
         if !planned.actions.is_empty() {
             plan.steps.push(Step {
                 step: name.to_string(),

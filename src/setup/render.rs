@@ -9,12 +9,18 @@ use crate::output::{escape_line, Style};
 
 pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
     let mut s = String::new();
-    if plan.is_empty() {
+    if plan.is_done() {
         let _ = writeln!(
             s,
             "{} {root_desc} is set up for {}: nothing to do.",
             style.green("✓"),
             plan.board
+        );
+    } else if plan.is_empty() {
+        let _ = writeln!(
+            s,
+            "Nothing setup can apply for {} on {root_desc}:",
+            style.bold(&plan.board)
         );
     } else {
         let _ = writeln!(s, "Plan for {} on {root_desc}:", style.bold(&plan.board));
@@ -31,6 +37,7 @@ pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
             }
         }
     }
+    blocked_text(&mut s, plan, style);
     if !plan.notes.is_empty() {
         let _ = writeln!(s);
         for n in &plan.notes {
@@ -38,6 +45,25 @@ pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
         }
     }
     s
+}
+
+/// One "✗ STEP blocked" line per step setup cannot carry out, with what unblocks it.
+pub fn blocked_text(s: &mut String, plan: &Plan, style: Style) {
+    if plan.blocked.is_empty() {
+        return;
+    }
+    let _ = writeln!(s);
+    for b in &plan.blocked {
+        // Why and fix may quote the image's files (a setting's value, a tool's message).
+        let _ = writeln!(
+            s,
+            "{} {} blocked: {}",
+            style.red("✗"),
+            b.step,
+            escape_line(&b.why)
+        );
+        let _ = writeln!(s, "    fix: {}", escape_line(&b.fix));
+    }
 }
 
 fn action_text(s: &mut String, a: &Action, style: Style) {
@@ -51,6 +77,19 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             let verb = if *new_file { "create" } else { "edit" };
             let _ = writeln!(s, "    {verb} {path}");
             diff_text(s, diff, style);
+        }
+        Action::InstallOverlay {
+            path,
+            name,
+            size,
+            sha256,
+            ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    install {path} (rvl's overlay {name}, compiled by dtc: {size} bytes, sha256 {})",
+                &sha256[..16.min(sha256.len())]
+            );
         }
         Action::RenameFile { from, to } => {
             let _ = writeln!(s, "    rename {from} -> {to}");

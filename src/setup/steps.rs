@@ -3,10 +3,11 @@
 
 use super::action::{diff, Action, MesaSource, Options, Verify};
 use super::facts::Facts;
+use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
-    prefix_for, BUILD_STAMP, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
-    PROFILE_D_FILE, RVL_CONF,
+    prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
+    GSHADOW_FILE, ICD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -55,6 +56,8 @@ pub struct Ctx<'a> {
     pub target: &'a Target,
     pub manifest: &'a Manifest,
     pub opts: &'a Options,
+    /// The board's shipped overlay, compiled (None: rvl ships none for it).
+    pub overlay: Option<&'a Compiled>,
 }
 
 #[derive(Default)]
@@ -62,6 +65,17 @@ pub struct Planned {
     pub summary: String,
     pub actions: Vec<Action>,
     pub notes: Vec<String>,
+    /// Set when the step cannot do its job here: (why, what to do). Its actions are then empty.
+    pub blocked: Option<(String, String)>,
+}
+
+impl Planned {
+    fn blocked(why: impl Into<String>, fix: impl Into<String>) -> Planned {
+        Planned {
+            blocked: Some((why.into(), fix.into())),
+            ..Planned::default()
+        }
+    }
 }
 
 fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action> {
@@ -72,13 +86,6 @@ fn write(path: &str, old: Option<&str>, new: String, mode: u32) -> Option<Action
         new_file: old.is_none(),
         content: new,
     })
-}
-
-/// The kernel the target wants, or an error naming what to install.
-fn wanted_kernel<'a>(ctx: &'a Ctx) -> anyhow::Result<&'a str> {
-    ctx.facts
-        .target_kernel(ctx.target)
-        .ok_or_else(|| Error::Unsupported(ctx.target.kernel_advice()).into())
 }
 
 /// The release the boot configuration starts by default now.
@@ -108,7 +115,11 @@ pub fn rvl_conf_text(release: &str, label: &str) -> String {
 
 pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
-    let release = wanted_kernel(ctx)?;
+    // A missing kernel blocks this step only: the rest of the plan does not need it.
+    let Some(release) = facts.target_kernel(ctx.target) else {
+        let (why, fix) = ctx.target.kernel_blocked();
+        return Ok(Planned::blocked(why, fix));
+    };
     let current = default_release(facts);
     let mut out = Planned {
         summary: format!(
@@ -157,10 +168,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 .map(|en| en.label.clone())
                 .next()
             else {
-                return Err(Error::Unsupported(format!(
-                        "{}: no label boots {release}; add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
-                        ubootmenu::EXTLINUX_CONF
-                    )).into());
+                return Ok(Planned::blocked(
+                    format!("{}: no label boots {release}", ubootmenu::EXTLINUX_CONF),
+                    "add one (copy the current kernel's label block and change its linux, initrd and fdtdir lines), then run setup again",
+                ));
             };
             e.set_default(&label);
             out.actions
@@ -175,7 +186,10 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             ] {
                 let exists = facts.is_present(&format!("/boot/{file}"));
                 if link == "/boot/Image" && !exists {
-                    return Err(Error::Unsupported(format!("/boot/{file} is missing; reinstall the {release} kernel package")).into());
+                    return Ok(Planned::blocked(
+                        format!("/boot/{file} is missing"),
+                        format!("reinstall the {release} kernel package, then run setup again"),
+                    ));
                 }
                 if exists && facts.link(link) != Some(file.as_str()) {
                     out.actions.push(Action::Symlink {
@@ -187,27 +201,45 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
         }
         None => {
-            return Err(Error::Unsupported("cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf".into()).into())
+            return Ok(Planned::blocked(
+                "cannot tell how this image boots: found none of /boot/armbianEnv.txt, u-boot-menu (/usr/sbin/u-boot-update), /boot/extlinux/extlinux.conf",
+                "set the default kernel by hand in the boot loader's configuration",
+            ))
         }
     }
     Ok(out)
 }
 
+/// kbase's device node: while it exists, the vendor driver owns the GPU.
+pub const KBASE_DEVICE: &str = "/dev/mali0";
+
+/// What unblocks a vendor kernel whose overlays setup cannot switch: booting mainline.
+fn boot_mainline_fix(ctx: &Ctx) -> String {
+    match ctx.facts.target_kernel(ctx.target) {
+        Some(release) => format!(
+            "boot the mainline kernel instead: sudo rvl setup --board {} --only kernel (boots {release})",
+            ctx.target.board
+        ),
+        None => format!(
+            "{}; it boots the mainline kernel, where panthor drives the GPU",
+            ctx.target.kernel_blocked().1
+        ),
+    }
+}
+
 pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
-    // The kernel that boots after this plan: the mainline one when the kernel step runs.
-    let after = if ctx.opts.wants("kernel") {
-        facts.target_kernel(ctx.target).map(str::to_string)
-    } else {
-        default_release(facts)
-    };
+    // The kernel that boots after this plan: the mainline one when the kernel step runs (and
+    // is not blocked), else the one the boot configuration starts now.
+    let after = facts
+        .target_kernel(ctx.target)
+        .filter(|_| ctx.opts.wants("kernel"))
+        .map(str::to_string)
+        .or_else(|| default_release(facts));
     let mut out = Planned::default();
     let Some(after) = after.filter(|r| ctx.target.is_vendor_kernel(r)) else {
         if ctx.target.mainline_enables_gpu == Some(false) {
-            out.notes.push(format!(
-                "gpu-overlay: {}'s mainline device tree leaves the GPU node disabled; it needs a device-tree overlay that enables &gpu (rvl does not ship one yet)",
-                ctx.target.board
-            ));
+            return Ok(enable_gpu(ctx));
         } else if ctx.opts.named("gpu-overlay") {
             out.notes.push(
                 "gpu-overlay: nothing to do, the kernel that boots is not a vendor (kbase) kernel"
@@ -218,9 +250,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     out.summary =
         format!("let panthor drive the GPU on the vendor kernel {after} (device-tree overlay)");
-    let missing = |what: &str| {
-        format!("gpu-overlay: the {} profile names no {what} overlay; enable panthor for {after} by hand", ctx.target.board)
-    };
+    let kbase_now = facts.is_present(KBASE_DEVICE);
     match facts.layout {
         Some(BootLayout::Armbian) => match &ctx.target.armbian_panthor_overlay {
             Some(overlay) => {
@@ -231,12 +261,24 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
                 }
             }
-            None => out.notes.push(missing("Armbian panthor")),
+            None => {
+                return Ok(Planned::blocked(
+                    format!(
+                        "the {} profile names no Armbian overlay that enables panthor on {after}",
+                        ctx.target.board
+                    ),
+                    boot_mainline_fix(ctx),
+                ))
+            }
         },
-        Some(BootLayout::UBootMenu) => match &ctx.target.radxa_kbase_overlay {
-            Some(overlay) => {
-                let dtbo = format!("/boot/dtbo/{overlay}.dtbo");
-                if facts.is_present(&dtbo) {
+        Some(BootLayout::UBootMenu) => {
+            let dtbo = ctx
+                .target
+                .radxa_kbase_overlay
+                .as_ref()
+                .map(|o| format!("/boot/dtbo/{o}.dtbo"));
+            match dtbo {
+                Some(dtbo) if facts.is_present(&dtbo) => {
                     out.actions.push(Action::RenameFile {
                         from: dtbo.clone(),
                         to: format!("{dtbo}.disabled"),
@@ -249,14 +291,180 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         verify: None,
                     });
                 }
+                // kbase is on, and not by an overlay setup knows how to switch off: the
+                // vendor device tree itself gives kbase the GPU.
+                _ if kbase_now => {
+                    return Ok(Planned::blocked(
+                        format!(
+                            "kbase owns the GPU ({KBASE_DEVICE} exists), and not through an overlay setup can switch off ({})",
+                            dtbo.map_or("the profile names none".to_string(), |d| format!("no {d}"))
+                        ),
+                        boot_mainline_fix(ctx),
+                    ))
+                }
+                _ => {}
             }
-            None => out.notes.push(missing("Radxa kbase")),
-        },
-        _ => out.notes.push(format!(
-            "gpu-overlay: this image's overlay mechanism is unknown; enable panthor for {after} by hand"
-        )),
+        }
+        _ => {
+            return Ok(Planned::blocked(
+                format!("this image's overlay mechanism is unknown, so setup cannot switch the GPU driver of {after}"),
+                boot_mainline_fix(ctx),
+            ))
+        }
     }
     Ok(out)
+}
+
+/// The installed overlay file for a boot layout (the paths the gather step hashes).
+pub fn overlay_paths(name: &str) -> [String; 2] {
+    [
+        format!("{ARMBIAN_USER_OVERLAY_DIR}/{name}.dtbo"),
+        format!("{DTBO_DIR}/{name}.dtbo"),
+    ]
+}
+
+/// A mainline kernel whose device tree leaves `&gpu` disabled: install rvl's overlay that
+/// enables it, the way the boot layout loads overlays. Blocked when rvl ships none for the
+/// board or `dtc` is missing, never "nothing to do" while the GPU stays off.
+fn enable_gpu(ctx: &Ctx) -> Planned {
+    let board = &ctx.target.board;
+    let Some(compiled) = ctx.overlay else {
+        return Planned::blocked(
+            format!("{board}'s mainline device tree leaves the GPU node disabled, and rvl ships no overlay that enables &gpu for it"),
+            "write a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\" on &gpu, and add it to the boot configuration",
+        );
+    };
+    let name = compiled.overlay.name;
+    let dtb = match &compiled.dtb {
+        Ok(dtb) => dtb,
+        Err(CompileError::NoDtc(_))
+            if overlay_paths(name)
+                .iter()
+                .any(|p| ctx.facts.hashes.get(p).is_some_and(Option::is_some)) =>
+        {
+            // Installed by an earlier run; without dtc it cannot be compared, only kept.
+            let mut out = Planned::default();
+            out.notes.push(format!("gpu-overlay: rvl's overlay {name} is installed; without dtc ({DTC_PACKAGE}) setup cannot check that it is current"));
+            return out;
+        }
+        Err(CompileError::NoDtc(why)) => {
+            return Planned::blocked(
+                format!("{board}'s mainline device tree leaves &gpu disabled and rvl's overlay {name} must be compiled, but {why}"),
+                format!("sudo apt install {DTC_PACKAGE}, then run setup again"),
+            )
+        }
+        Err(CompileError::Failed(why)) => {
+            return Planned::blocked(
+                why.clone(),
+                "report this as a bug in rvl (the overlay source is rvl's own)",
+            )
+        }
+    };
+    let facts = ctx.facts;
+    let sha256 = crate::digest::sha256_hex(dtb);
+    let mut out = Planned {
+        summary: format!("enable the GPU: install rvl's device-tree overlay {name} (&gpu: mali-supply, status = \"okay\")"),
+        ..Planned::default()
+    };
+    let install = |out: &mut Planned, path: &str| {
+        if facts.hashes.get(path).cloned().flatten().as_deref() != Some(sha256.as_str()) {
+            out.actions.push(Action::InstallOverlay {
+                path: path.to_string(),
+                name: name.to_string(),
+                size: dtb.len() as u64,
+                sha256: sha256.clone(),
+                dtb: dtb.clone(),
+            });
+        }
+    };
+    let [armbian_path, dtbo_path] = overlay_paths(name);
+    match facts.layout {
+        Some(BootLayout::Armbian) => {
+            install(&mut out, &armbian_path);
+            let old = facts.file(armbian::ARMBIAN_ENV).unwrap_or_default();
+            let mut env = armbian::ArmbianEnv::parse(old);
+            if env.add_to_list("user_overlays", name) {
+                out.actions
+                    .extend(write(armbian::ARMBIAN_ENV, Some(old), env.render(), 0o644));
+            }
+        }
+        Some(BootLayout::UBootMenu) => {
+            let setting = |key: &str| {
+                facts
+                    .menu
+                    .as_ref()
+                    .and_then(|m| m.get(key))
+                    .map(|s| (s.assignment.value.clone(), s.file.clone()))
+            };
+            if let Some((dir, file)) = setting("U_BOOT_FDT_OVERLAYS_DIR") {
+                if dir.trim_end_matches('/') != DTBO_DIR {
+                    return Planned::blocked(
+                        format!("{file} sets U_BOOT_FDT_OVERLAYS_DIR={dir}; rvl installs its overlay in {DTBO_DIR}/"),
+                        format!("copy {dtbo_path} into {dir} and add {name}.dtbo to U_BOOT_FDT_OVERLAYS by hand, or drop that setting"),
+                    );
+                }
+            }
+            install(&mut out, &dtbo_path);
+            let file = format!("{name}.dtbo");
+            let mut list: Vec<String> = setting("U_BOOT_FDT_OVERLAYS")
+                .map(|(v, _)| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default();
+            if !list.contains(&file) {
+                // Keep the overlays the admin's fragments name: the last assignment wins.
+                list.push(file);
+                let text = format!(
+                    "# Written by `rvl setup`: rvl's overlay that enables the GPU on this board's mainline\n\
+                     # device tree, with the overlays the other fragments named. Undo: rvl setup --rollback\n\
+                     U_BOOT_FDT_OVERLAYS=\"{}\"\n",
+                    list.join(" ")
+                );
+                out.actions.extend(write(
+                    RVL_OVERLAYS_CONF,
+                    facts.file(RVL_OVERLAYS_CONF),
+                    text,
+                    0o644,
+                ));
+            }
+            if !out.actions.is_empty() {
+                out.actions.push(Action::RunTool {
+                    tool: "u-boot-update".into(),
+                    args: vec![],
+                    changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+                    preview: None,
+                    verify: None,
+                });
+            }
+        }
+        Some(BootLayout::Extlinux) => {
+            let text = facts.file(ubootmenu::EXTLINUX_CONF).unwrap_or_default();
+            let mut e = Extlinux::parse(text);
+            let Some(entry) = e.default_entry().cloned() else {
+                return Planned::blocked(
+                    format!("{} has no default entry to add the overlay to", ubootmenu::EXTLINUX_CONF),
+                    "add a label for the mainline kernel and make it the default, then run setup again",
+                );
+            };
+            install(&mut out, &dtbo_path);
+            // Paths in extlinux.conf are relative to the partition it is on: follow the kernel's.
+            let on_root = entry.linux.as_deref().is_none_or(|l| l.starts_with("/boot/"));
+            let listed = if on_root {
+                dtbo_path.clone()
+            } else {
+                format!("/dtbo/{name}.dtbo")
+            };
+            if e.add_fdtoverlay(&entry.label, &listed) {
+                out.actions
+                    .extend(write(ubootmenu::EXTLINUX_CONF, Some(text), e.render(), 0o644));
+            }
+        }
+        None => {
+            return Planned::blocked(
+                "cannot tell how this image boots, so not where its overlays go",
+                format!("install {dtbo_path} (from `rvl setup --dry-run --json`'s source) the way the boot loader loads overlays"),
+            )
+        }
+    }
+    out
 }
 
 pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {

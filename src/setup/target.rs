@@ -55,18 +55,23 @@ impl Target {
         found.map(String::as_str)
     }
 
-    /// What to tell a user whose board lacks that kernel.
-    pub fn kernel_advice(&self) -> String {
+    /// Why the kernel step is blocked on a board that lacks that kernel, and what to install.
+    pub fn kernel_blocked(&self) -> (String, String) {
         match (&self.mainline_release, &self.mainline_package) {
-            (Some(r), Some(p)) => format!(
-                "the mainline kernel {r} is not installed (no /boot/vmlinuz-{r}); install it first: sudo apt install {p}"
+            (Some(r), Some(p)) => (
+                format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
+                format!("sudo apt install {p}, then run setup again"),
             ),
-            (Some(r), None) => format!(
-                "the mainline kernel {r} is not installed (no /boot/vmlinuz-{r}); install it first"
+            (Some(r), None) => (
+                format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
+                format!("install the kernel {r}, then run setup again"),
             ),
-            _ => format!(
-                "no mainline kernel {} or newer is installed; install one built with CONFIG_DRM_PANTHOR",
-                self.min_mainline
+            _ => (
+                format!("no mainline kernel {} or newer is installed", self.min_mainline),
+                format!(
+                    "install a kernel {} or newer built with CONFIG_DRM_PANTHOR, then run setup again",
+                    self.min_mainline
+                ),
             ),
         }
     }
@@ -164,10 +169,19 @@ mod tests {
 
     #[test]
     fn advice_names_the_package_when_known() {
-        assert!(target("boltzmann")
-            .kernel_advice()
-            .contains("sudo apt install linux-rk3588-marfrit-A1"));
-        assert!(target("ampere").kernel_advice().contains("6.10 or newer"));
+        let (why, fix) = target("boltzmann").kernel_blocked();
+        assert!(
+            why.contains("7.0.0-rc3-marfrit-A1 is not installed"),
+            "{why}"
+        );
+        assert!(
+            fix.starts_with("sudo apt install linux-rk3588-marfrit-A1"),
+            "{fix}"
+        );
+        assert!(target("ampere")
+            .kernel_blocked()
+            .0
+            .contains("6.10 or newer"));
     }
 
     #[test]

@@ -33,6 +33,24 @@ pub fn vulkan_instance() -> Option<rvl::vulkan::Instance> {
     }
 }
 
+/// Whether `dtc` and `fdtoverlay` (device-tree-compiler) are on PATH. Tests that need them
+/// skip with a SKIPPED line when they are not, unless `RVL_REQUIRE_DTC` is set (CI): then a
+/// missing tool fails the test, so the overlay tests cannot pass vacuously.
+pub fn have_dtc() -> bool {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    if on_path("dtc") && on_path("fdtoverlay") {
+        return true;
+    }
+    if std::env::var_os("RVL_REQUIRE_DTC").is_some() {
+        panic!("RVL_REQUIRE_DTC is set but dtc/fdtoverlay are not on PATH (apt install device-tree-compiler)");
+    }
+    eprintln!("SKIPPED: no dtc/fdtoverlay (apt install device-tree-compiler); set RVL_REQUIRE_DTC=1 to make this fail");
+    false
+}
+
 /// The smallest smoke-bench that still sweeps: one fp32 ubatch of the tiny model, as JSON.
 pub const TINY_BENCH_JSON: &[&str] = &[
     "smoke-bench",

@@ -69,7 +69,12 @@ fn vendor_switch_fix(ctx: &Context) -> String {
     }
 }
 
+/// The running system's finding, as a warning when the next boot clears a failure.
 pub fn check(ctx: &Context) -> Finding {
+    super::pending::after_reboot(ctx, check_running(ctx))
+}
+
+fn check_running(ctx: &Context) -> Finding {
     if let Some(f) = super::needs_profile(ctx, ID) {
         return f;
     }
@@ -193,16 +198,14 @@ fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
         || kernel_kind(ctx.inv, ctx.profile) == KernelKind::Vendor
     {
         vendor_switch_fix(ctx)
-    } else if ctx.profile.and_then(|p| p.mainline_enables_gpu) == Some(false) {
+    } else if crate::setup::overlays::for_board(ctx.board_id()).is_some() {
         format!(
-            "this board's mainline device tree leaves &gpu disabled: {} (overlay with mali-supply and status = \"okay\")",
+            "this board's mainline device tree leaves &gpu disabled; rvl ships the overlay that enables it (mali-supply, status = \"okay\"): {}",
             ctx.setup("gpu-overlay")
         )
     } else {
-        format!(
-            "enable &gpu (mali-supply, status = \"okay\") with a device-tree overlay: {}",
-            ctx.setup("gpu-overlay")
-        )
+        // Setup has no overlay for this board, so the fix is the manual one.
+        "enable &gpu with a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\", add it to the boot configuration and reboot".to_string()
     }
 }
 
@@ -265,9 +268,11 @@ mod tests {
             status: Some("disabled".into()),
         };
         super::super::with_boltzmann(&mainline_with_firmware(), |ctx| {
+            // boltzmann's mainline DT enables &gpu, so rvl ships no overlay for it: the
+            // fix is the manual one, never a setup step that would do nothing.
             let mainline = enable_node_fix(ctx, &node("/gpu@fb000000"));
             assert!(mainline.starts_with("enable &gpu"), "{mainline}");
-            assert!(mainline.ends_with(&ctx.setup("gpu-overlay")));
+            assert!(!mainline.contains("rvl setup"), "{mainline}");
             let bsp = enable_node_fix(ctx, &node("/gpu-panthor@fb000000"));
             assert_eq!(bsp, vendor_switch_fix(ctx));
         });

@@ -58,7 +58,12 @@ pub fn mainline_fix(ctx: &Context) -> String {
     }
 }
 
+/// The running system's finding, as a warning when the next boot clears a failure.
 pub fn check(ctx: &Context) -> Finding {
+    super::pending::after_reboot(ctx, check_running(ctx))
+}
+
+fn check_running(ctx: &Context) -> Finding {
     if let Some(f) = super::needs_profile(ctx, ID) {
         return f;
     }

@@ -8,6 +8,7 @@ mod boot;
 mod firmware;
 mod gpu_driver;
 pub(crate) mod kernel;
+mod pending;
 mod render_node;
 mod vulkan_device;
 mod vulkan_icd;
