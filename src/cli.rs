@@ -94,6 +94,10 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Show each check's evidence under its line
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
     /// Run only these checks (comma-separated ids; see --list-checks)
     #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',')]
     pub only: Vec<String>,

@@ -65,9 +65,9 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
     let code = exit_code(&findings, args.strict);
-    Ok(DoctorOutcome::Report(Box::new(report::Report::new(
-        &ctx, findings, code,
-    ))))
+    Ok(DoctorOutcome::Report(Box::new(
+        report::Report::new(&ctx, findings, code).verbose(args.verbose),
+    )))
 }
 
 /// The checks `--only` names, in their normal order; all of them when none are named.
