@@ -852,7 +852,10 @@ fn verbose_shows_each_checks_evidence_under_its_line_and_the_plain_run_does_not(
     let plain = human(&[]);
     let verbose = human(&["-v"]);
     assert_eq!(human(&["--verbose"]), verbose);
-    let doc = report(doctor(fixture_dir("boltzmann-vendor-kbase")), exit::PROBLEMS);
+    let doc = report(
+        doctor(fixture_dir("boltzmann-vendor-kbase")),
+        exit::PROBLEMS,
+    );
     let driver: Vec<String> = check(&doc, "gpu-driver")["evidence"]
         .as_array()
         .unwrap()
@@ -882,5 +885,8 @@ fn verbose_shows_each_checks_evidence_under_its_line_and_the_plain_run_does_not(
         plain.trim_end().ends_with("(details: -v or --json)"),
         "{plain}"
     );
-    assert!(verbose.trim_end().ends_with("(details: --json)"), "{verbose}");
+    assert!(
+        verbose.trim_end().ends_with("(details: --json)"),
+        "{verbose}"
+    );
 }
