@@ -60,7 +60,7 @@ pub trait Outcome: serde::Serialize {
 pub struct Envelope<'a, T: serde::Serialize> {
     pub schema_version: u32,
     pub rvl_version: &'static str,
-    /// The verb: "doctor", "setup" or "smoke-bench".
+    /// The verb: "doctor", "setup", "status", "smoke-bench" or "report".
     pub command: &'a str,
     pub exit_code: i32,
     #[serde(flatten)]
