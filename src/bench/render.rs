@@ -40,10 +40,10 @@ fn header(o: &mut String, r: &Report, style: Style) {
     let d = &r.device;
     let _ = writeln!(
         o,
-        "{} {} ({:.2} GFLOP/token in GEMMs), {:?} run",
+        "{} {} ({} GFLOP/token in GEMMs), {:?} run",
         style.bold("rvl smoke-bench:"),
         r.model.model.name,
-        r.model.gflop_per_token,
+        fmt_rate(r.model.gflop_per_token),
         r.size
     );
     let _ = writeln!(
