@@ -25,6 +25,8 @@ pub enum Command {
     Setup(SetupArgs),
     /// Measure Vulkan GEMM at llama.cpp's prefill shapes against the CPU
     SmokeBench(BenchArgs),
+    /// Show the stack as it stands: kernels, driver, firmware, ICD and Mesa, llama.cpp, setup's runs
+    Status(StatusArgs),
     /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
     Report(ReportArgs),
     /// Print shell completions or the man page (the .deb ships both)
@@ -52,6 +54,7 @@ impl Command {
             Command::Doctor(_) => "doctor",
             Command::Setup(_) => "setup",
             Command::SmokeBench(_) => "smoke-bench",
+            Command::Status(_) => "status",
             Command::Report(_) => "report",
             Command::Generate { .. } => "generate",
         }
@@ -63,6 +66,7 @@ impl Command {
             Command::Doctor(a) => a.json,
             Command::Setup(a) => a.json,
             Command::SmokeBench(a) => a.json,
+            Command::Status(a) => a.json,
             Command::Report(a) => a.json,
             Command::Generate { .. } => false,
         }
@@ -93,6 +97,10 @@ pub struct DoctorArgs {
     /// Print JSON only (schema_version 1)
     #[arg(long)]
     pub json: bool,
+
+    /// Show each check's evidence under its line
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 
     /// Run only these checks (comma-separated ids; see --list-checks)
     #[arg(long, value_name = "ID[,ID...]", value_delimiter = ',')]
@@ -167,6 +175,20 @@ pub struct SetupArgs {
     /// Show what setup has applied and whether a run was interrupted
     #[arg(long)]
     pub status: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// Print JSON only (schema_version 1)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Name firmware releases by this artifact manifest instead of the built-in one
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -25,5 +25,6 @@ pub mod report;
 pub mod settings;
 pub mod setup;
 pub mod shell;
+pub mod status;
 pub mod validate;
 pub mod vulkan;

@@ -26,6 +26,9 @@ fn main() {
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }
+        cli::Command::Status(args) => {
+            finish(verb, json, &settings, rvl::status::run(args, &settings))
+        }
         cli::Command::Report(args) => {
             finish(verb, json, &settings, rvl::report::run(args, &settings))
         }

@@ -60,6 +60,16 @@ pub enum BuildSystem {
     Cmake,
 }
 
+/// The tool's own spelling, for people ("CMake", not the enum's "Cmake").
+impl std::fmt::Display for BuildSystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BuildSystem::Meson => "Meson",
+            BuildSystem::Cmake => "CMake",
+        })
+    }
+}
+
 /// A source release that setup downloads, patches and builds.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(try_from = "RawSource")]

@@ -60,7 +60,7 @@ pub trait Outcome: serde::Serialize {
 pub struct Envelope<'a, T: serde::Serialize> {
     pub schema_version: u32,
     pub rvl_version: &'static str,
-    /// The verb: "doctor", "setup" or "smoke-bench".
+    /// The verb: "doctor", "setup", "status", "smoke-bench" or "report".
     pub command: &'a str,
     pub exit_code: i32,
     #[serde(flatten)]
@@ -167,6 +167,61 @@ pub fn indented_tail(text: &str, n: usize) -> String {
         .join("\n")
 }
 
+/// `n` and the noun, plural unless `n` is 1: "1 command buffer", "3 command buffers",
+/// "2 dispatches". Regular English plurals only; rvl's nouns need no more.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{n} {noun}es")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// A measured number with at least 3 significant digits, so small rates do not print as `0.0`
+/// (0.0123, 1.23, 12.3, 123; larger values keep every integer digit: 1422).
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return format!("{v}");
+    }
+    let decimals = |x: f64| (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    let d = decimals(v);
+    // Rounding can carry into the next power of ten (9.996 -> 10.00): one digit fewer then.
+    let rounded: f64 = format!("{v:.d$}").parse().unwrap_or(v);
+    let d = decimals(rounded).min(d);
+    format!("{rounded:.d$}")
+}
+
+/// A span of time in the largest unit that keeps it readable: 250 ms, 12.3 s, 1.5 min, 32 h,
+/// 3.1 days (never "116487 s").
+pub fn duration(secs: f64) -> String {
+    const MIN: f64 = 60.0;
+    const HOUR: f64 = 3600.0;
+    const DAY: f64 = 86400.0;
+    // One decimal while the number is small, none once it has two digits.
+    let unit = |v: f64, name: &str| {
+        if v < 10.0 {
+            format!("{v:.1} {name}")
+        } else {
+            format!("{v:.0} {name}")
+        }
+    };
+    if !secs.is_finite() {
+        format!("{secs} s")
+    } else if secs < 1.0 {
+        format!("{:.0} ms", secs * 1e3)
+    } else if secs < MIN {
+        format!("{} s", sig3(secs))
+    } else if secs < HOUR {
+        unit(secs / MIN, "min")
+    } else if secs < 2.0 * DAY {
+        unit(secs / HOUR, "h")
+    } else {
+        unit(secs / DAY, "days")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +269,40 @@ mod tests {
         assert_eq!(indented_tail("a\n\nb\nc\n\n", 2), "    b\n    c");
         assert_eq!(indented_tail("", 3), "");
         assert_eq!(indented_tail("only", 5), "    only");
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(1, "command buffer"), "1 command buffer");
+        assert_eq!(count(0, "command buffer"), "0 command buffers");
+        assert_eq!(count(12, "dispatch"), "12 dispatches");
+        assert_eq!(count(2, "Vulkan device"), "2 Vulkan devices");
+    }
+
+    #[test]
+    fn small_rates_keep_three_significant_digits() {
+        assert_eq!(sig3(0.0123), "0.0123");
+        assert_eq!(sig3(0.1), "0.100");
+        assert_eq!(sig3(0.04567), "0.0457");
+        assert_eq!(sig3(1.234), "1.23");
+        assert_eq!(sig3(12.34), "12.3");
+        assert_eq!(sig3(123.4), "123");
+        assert_eq!(sig3(1422.4), "1422");
+        assert_eq!(sig3(9.996), "10.0");
+        assert_eq!(sig3(0.0), "0");
+        assert_eq!(sig3(-2.5), "-2.50");
+    }
+
+    #[test]
+    fn durations_use_the_largest_readable_unit() {
+        assert_eq!(duration(0.25), "250 ms");
+        assert_eq!(duration(1.5), "1.50 s");
+        assert_eq!(duration(12.34), "12.3 s");
+        assert_eq!(duration(90.0), "1.5 min");
+        assert_eq!(duration(1800.0), "30 min");
+        assert_eq!(duration(116487.0), "32 h");
+        assert_eq!(duration(5400.0), "1.5 h");
+        assert_eq!(duration(3.0 * 86400.0), "3.0 days");
+        assert_eq!(duration(40.0 * 86400.0), "40 days");
     }
 }

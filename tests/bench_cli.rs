@@ -132,6 +132,20 @@ fn human_run_prints_progress_on_stderr() {
         .expect_code(exit::OK);
     assert!(out.stderr().contains("smoke-bench: device"), "{out}");
     assert!(out.stdout().contains("rvl smoke-bench"), "{out}");
+    // "N command buffer(s)" agrees with N (the tiny model records one: "1 command buffer").
+    let mut seen = 0;
+    for line in out.stderr().lines() {
+        let Some(head) = line
+            .strip_suffix(" command buffer")
+            .or_else(|| line.strip_suffix(" command buffers"))
+        else {
+            continue;
+        };
+        let n: usize = head.rsplit(' ').next().unwrap().parse().unwrap();
+        assert_eq!(line.ends_with('s'), n != 1, "{line}");
+        seen += 1;
+    }
+    assert!(seen > 0, "no command buffer count in the progress: {out}");
 }
 
 #[test]

@@ -842,3 +842,56 @@ fn armbian_boot_fails_when_the_image_link_dangles() {
         "/boot/Image points at vmlinuz-6.16.8-edge-rockchip64, which is missing",
     );
 }
+
+#[test]
+fn verbose_shows_each_checks_evidence_under_its_line_and_the_plain_run_does_not() {
+    let human = |extra: &[&str]| {
+        rvl(&["doctor", "--no-vulkan"])
+            .args(extra)
+            .root(fixture_dir("boltzmann-vendor-kbase"))
+            .run()
+            .expect_code(exit::PROBLEMS)
+            .stdout()
+            .to_string()
+    };
+    let plain = human(&[]);
+    let verbose = human(&["-v"]);
+    assert_eq!(human(&["--verbose"]), verbose);
+    let doc = report(
+        doctor(fixture_dir("boltzmann-vendor-kbase")),
+        exit::PROBLEMS,
+    );
+    let driver: Vec<String> = check(&doc, "gpu-driver")["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect();
+    assert!(!driver.is_empty(), "{doc:#}");
+    let lines: Vec<&str> = verbose.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("✗ gpu-driver"))
+        .unwrap_or_else(|| panic!("{verbose}"));
+    for e in &driver {
+        // Under its own check's line (before the next check's), indented.
+        let found = lines[at + 1..]
+            .iter()
+            .take_while(|l| l.starts_with(' '))
+            .any(|l| l.trim() == e.trim());
+        assert!(found, "evidence {e:?} not under gpu-driver:\n{verbose}");
+        assert!(
+            !plain.lines().any(|l| l.trim() == e.trim()),
+            "the plain run shows evidence {e:?}:\n{plain}"
+        );
+    }
+    assert!(verbose.lines().count() > plain.lines().count());
+    assert!(
+        plain.trim_end().ends_with("(details: -v or --json)"),
+        "{plain}"
+    );
+    assert!(
+        verbose.trim_end().ends_with("(details: --json)"),
+        "{verbose}"
+    );
+}

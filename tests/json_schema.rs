@@ -214,3 +214,18 @@ fn report_documents_follow_the_schema() {
     );
     assert_eq!(refused["error"]["kind"], "usage");
 }
+
+#[test]
+fn status_documents_follow_the_schema() {
+    for name in [
+        "boltzmann-mainline",
+        "boltzmann-vendor-kbase",
+        "armbian-vendor-panthor",
+        "x86-host",
+    ] {
+        let doc = checked(rvl(&["status", "--json"]).root(fixture_dir(name)));
+        assert_eq!(doc["command"], "status");
+    }
+    let err = checked(rvl(&["status", "--json"]).root("/nonexistent/rvl-root"));
+    assert_eq!(err["error"]["kind"], "usage");
+}

@@ -71,6 +71,9 @@ fn the_bundle_holds_doctor_boot_icd_logs_and_setup_state() {
     let status: serde_json::Value =
         serde_json::from_str(&files["rvl-report/setup-status.json"]).unwrap();
     assert_eq!(status["command"], "setup");
+    let stack: serde_json::Value = serde_json::from_str(&files["rvl-report/status.json"]).unwrap();
+    assert_eq!(stack["command"], "status");
+    assert!(stack["kernel"]["running"].is_string(), "{stack:#}");
     for name in [
         "rvl-report/files/boot/extlinux/extlinux.conf",
         "rvl-report/files/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json",

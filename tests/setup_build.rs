@@ -158,7 +158,8 @@ fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
         .env("RVL_PATCHES_DIR", p.path())
         .run()
         .expect_code(exit::OK)
-        .expect_stdout("apply mesa/0001-mark.patch");
+        .expect_stdout("apply mesa/0001-mark.patch")
+        .expect_stdout("build with Meson and install into");
     boltzmann(&fx, &a.manifest, "mesa,icd")
         .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
@@ -452,7 +453,9 @@ fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
         .expect_stdout(&format!(
             "pip download {PIP_REQUIREMENT} ({} bytes, sha256 checked), unpack",
             t.data.len()
-        ));
+        ))
+        // The tool's own name, not the enum's Debug spelling ("Cmake").
+        .expect_stdout("build with CMake and install into");
     let v = t.setup(&["--dry-run", "--json"]).run().stdout_json();
     let action = &v["plan"]["steps"][0]["actions"][0];
     assert_eq!(action["pip"]["requirement"], PIP_REQUIREMENT, "{v}");

@@ -200,7 +200,7 @@ pub fn render(c: &Comparison, style: Style) -> String {
     );
     for r in &c.rows {
         let cell = |status: Option<&str>, tps: Option<f64>| match (status, tps) {
-            (_, Some(t)) => format!("{t:.1}"),
+            (_, Some(t)) => crate::output::sig3(t),
             (Some(s), None) => s.to_string(),
             (None, None) => "-".into(),
         };

@@ -7,23 +7,8 @@ use super::kernels::Precision;
 use super::report::{Report, Stack, Status};
 use crate::output::Style;
 
-fn fmt_s(s: f64) -> String {
-    if s >= 100.0 {
-        format!("{s:.0} s")
-    } else if s >= 1.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{:.0} ms", s * 1e3)
-    }
-}
-
-fn fmt_rate(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
+// One format for every duration and every rate rvl prints (src/output.rs).
+use crate::output::{duration as fmt_s, sig3 as fmt_rate};
 
 fn status_cell(style: Style, s: &Stack) -> String {
     match s.status {
@@ -56,10 +41,10 @@ fn header(o: &mut String, r: &Report, style: Style) {
     let d = &r.device;
     let _ = writeln!(
         o,
-        "{} {} ({:.2} GFLOP/token in GEMMs), {:?} run",
+        "{} {} ({} GFLOP/token in GEMMs), {:?} run",
         style.bold("rvl smoke-bench:"),
         r.model.model.name,
-        r.model.gflop_per_token,
+        fmt_rate(r.model.gflop_per_token),
         r.size
     );
     let _ = writeln!(

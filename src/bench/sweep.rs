@@ -645,12 +645,12 @@ impl Sweep<'_, '_> {
         stack.dispatches = items.len();
         stack.command_buffers = items.len().div_ceil(DISPATCHES_PER_COMMAND_BUFFER);
         self.say(&format!(
-            "{} ubatch {ub}: {}: {} of {model_layers} layers, {} dispatches in {} command buffers",
+            "{} ubatch {ub}: {}: {} of {model_layers} layers, {} in {}",
             p.name(),
             req.label,
             schedule.layers,
-            stack.dispatches,
-            stack.command_buffers
+            crate::output::count(stack.dispatches, "dispatch"),
+            crate::output::count(stack.command_buffers, "command buffer")
         ));
         let (warmup, reps) = (schedule.warmup, schedule.reps);
         let per_cb = DISPATCHES_PER_COMMAND_BUFFER;

@@ -17,7 +17,7 @@ use finding::{Finding, Status};
 pub use report::DoctorOutcome;
 
 /// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
-const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
+pub const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
 
 pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<DoctorOutcome> {
     if args.list_checks {
@@ -65,9 +65,9 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
     let code = exit_code(&findings, args.strict);
-    Ok(DoctorOutcome::Report(Box::new(report::Report::new(
-        &ctx, findings, code,
-    ))))
+    Ok(DoctorOutcome::Report(Box::new(
+        report::Report::new(&ctx, findings, code).verbose(args.verbose),
+    )))
 }
 
 /// The checks `--only` names, in their normal order; all of them when none are named.

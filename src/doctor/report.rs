@@ -34,6 +34,9 @@ pub struct Report {
     /// The exit status the findings give (the envelope carries it as `exit_code`).
     #[serde(skip)]
     pub code: i32,
+    /// `-v`: the evidence goes under each check's line (JSON always carries it).
+    #[serde(skip)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -71,6 +74,12 @@ impl Counts {
 }
 
 impl Report {
+    /// With `-v`, the human rendering shows every check's evidence.
+    pub fn verbose(mut self, on: bool) -> Self {
+        self.verbose = on;
+        self
+    }
+
     pub fn new(ctx: &Context, findings: Vec<Finding>, code: i32) -> Self {
         let dt = ctx.inv.devicetree.as_ref();
         Report {
@@ -88,6 +97,7 @@ impl Report {
             checks: findings,
             inventory: ctx.inv.clone(),
             code,
+            verbose: false,
         }
     }
 
@@ -106,6 +116,9 @@ impl Report {
         let width = self.checks.iter().map(|f| f.id.len()).max().unwrap_or(0);
         for f in &self.checks {
             out.push_str(&finding_lines(f, width, style));
+            if self.verbose {
+                out.push_str(&evidence_lines(f, width, style));
+            }
         }
         out.push_str(&self.summary_line(style));
         out.push('\n');
@@ -115,12 +128,18 @@ impl Report {
     fn summary_line(&self, style: Style) -> String {
         let c = &self.summary;
         let line = format!(
-            "{} failed, {} warning{}, {} passed, {} skipped (details: --json)",
+            "{} failed, {} warning{}, {} passed, {} skipped{}",
             c.fail,
             c.warn,
             if c.warn == 1 { "" } else { "s" },
             c.pass,
-            c.skip
+            c.skip,
+            // Already shown with -v: only the JSON has more.
+            if self.verbose {
+                " (details: --json)"
+            } else {
+                " (details: -v or --json)"
+            }
         );
         if c.fail > 0 {
             style.red(&line)
@@ -155,6 +174,15 @@ fn finding_lines(f: &Finding, width: usize, style: Style) -> String {
         }
     }
     out
+}
+
+/// `-v`: what the check read, one dimmed line each, indented under the check's line. Evidence
+/// quotes the inspected tree, so each line is escaped like every other field.
+fn evidence_lines(f: &Finding, width: usize, style: Style) -> String {
+    f.evidence
+        .iter()
+        .map(|e| format!("  {:width$}  {}\n", "", style.dim(&escape_line(e))))
+        .collect()
 }
 
 impl DoctorOutcome {

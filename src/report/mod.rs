@@ -73,6 +73,11 @@ pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutco
         "rvl setup --status --json",
         verb_json(args, settings, "setup")?,
     );
+    c.add(
+        "status.json",
+        "rvl status --json",
+        verb_json(args, settings, "status")?,
+    );
     collect::system_files(&root, &mut c);
     collect::kernel_log(&root, &mut c);
     collect::setup_files(&root, crate::setup::journal::STATE_DIR, &mut c);
@@ -145,7 +150,8 @@ fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Resu
     let doc = match &parsed.command {
         cli::Command::Doctor(a) => keep_listed_env(to_json(verb, crate::doctor::run(a, settings))),
         cli::Command::Setup(a) => to_json(verb, crate::setup::run(a, settings)),
-        _ => unreachable!("only doctor and setup are run by report"),
+        cli::Command::Status(a) => to_json(verb, crate::status::run(a, settings)),
+        _ => unreachable!("only doctor, setup and status are run by report"),
     };
     Ok(doc)
 }

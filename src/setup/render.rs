@@ -165,7 +165,7 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             } else {
                 let _ = writeln!(s, "    apply {}", patches.join(", "));
             }
-            let _ = writeln!(s, "    build with {system:?} and install into {prefix}");
+            let _ = writeln!(s, "    build with {system} and install into {prefix}");
         }
         Action::InstallPrebuilt { url, prefix, .. } => {
             let _ = writeln!(

@@ -98,6 +98,16 @@ pub struct VulkanProbe {
     pub devices: Vec<DeviceInfo>,
 }
 
+/// `--device N` past the end: how many there are, and their indices.
+fn no_such_device(i: usize, n: usize) -> String {
+    let devices = crate::output::count(n, "Vulkan device");
+    if n == 1 {
+        format!("--device {i}: there is only {devices} (index 0)")
+    } else {
+        format!("--device {i}: there are only {devices} (0..{})", n - 1)
+    }
+}
+
 /// Choose a device: an explicit `--device` (index or case-insensitive part of the name) wins;
 /// otherwise panvk, then a discrete, integrated or virtual GPU, and a CPU device last.
 pub fn pick_device(devices: &[DeviceInfo], wanted: Option<&str>) -> Result<usize, String> {
@@ -109,11 +119,7 @@ pub fn pick_device(devices: &[DeviceInfo], wanted: Option<&str>) -> Result<usize
             return if i < devices.len() {
                 Ok(i)
             } else {
-                Err(format!(
-                    "--device {i}: there are only {} Vulkan devices (0..{})",
-                    devices.len(),
-                    devices.len() - 1
-                ))
+                Err(no_such_device(i, devices.len()))
             };
         }
         let needle = want.to_lowercase();
@@ -220,7 +226,9 @@ mod tests {
         assert_eq!(pick_device(&list, Some("0")), Ok(0));
         assert_eq!(pick_device(&list, Some("LLVM")), Ok(0));
         let err = pick_device(&list, Some("7")).unwrap_err();
-        assert!(err.contains("only 2 Vulkan devices"), "{err}");
+        assert!(err.contains("only 2 Vulkan devices (0..1)"), "{err}");
+        let err = pick_device(&list[..1], Some("1")).unwrap_err();
+        assert_eq!(err, "--device 1: there is only 1 Vulkan device (index 0)");
         let err = pick_device(&list, Some("radeon")).unwrap_err();
         assert!(
             err.contains("matches no device") && err.contains("1: Mali-G610"),

@@ -1,0 +1,82 @@
+//! `rvl status`: the stack as it stands, in one screen. The IO is here (doctor's inventory
+//! gather, setup's state files read-only, the build stamps in rvl's prefixes); what is shown is
+//! decided from that data alone in [`view`].
+
+pub mod view;
+
+use crate::host::{self, Root};
+use crate::manifest::Manifest;
+use crate::profile::Profiles;
+use crate::settings::Settings;
+use crate::setup::journal::StateDir;
+use crate::setup::paths::BUILD_STAMP;
+use crate::{cli, doctor};
+
+pub use view::StatusOutcome;
+
+/// Where rvl installs its builds; each prefix holds its build stamp (`share/rvl/build.json`).
+const RVL_PREFIXES: &str = "/opt/rvl";
+/// Stamps are a few hundred bytes; anything larger is not one of ours.
+const STAMP_CAP: u64 = 1 << 20;
+
+pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<StatusOutcome> {
+    let profiles = Profiles::load(args.system.profiles.as_deref())?;
+    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+    let root = Root::open_dir(&args.system.root)?;
+    let dt = host::devicetree::read(&root);
+    let chosen = profiles.choose(
+        args.system.board.as_deref(),
+        dt.as_ref().map(|d| d.compatible.as_slice()),
+    )?;
+    let profile = chosen.map(|(p, _)| p);
+    // As doctor does: a foreign root's own login environment decides its Vulkan loader's view.
+    let env = if root.is_live() {
+        settings.env.clone()
+    } else {
+        host::env::from_image(&root)
+    };
+    let inv = host::gather(
+        &root,
+        &env,
+        &host::GatherOptions {
+            firmware: profile
+                .map(|p| p.gpu.firmware.as_str())
+                .unwrap_or(doctor::DEFAULT_FIRMWARE),
+            // Status reads files only: no ioctls, no Vulkan loader.
+            live: false,
+            vulkan: false,
+            vulkan_library: None,
+        },
+    );
+    // Read-only: loading never creates the state directory or takes the lock.
+    let dir = StateDir::new(&root);
+    let state = dir.load_state()?;
+    let interrupted = dir.load_journal()?;
+    Ok(StatusOutcome(view::Status::new(&view::Inputs {
+        inv: &inv,
+        profile,
+        manifest: &manifest,
+        state: &state,
+        interrupted: interrupted.as_ref(),
+        builds: builds(&root),
+    })))
+}
+
+/// Every prefix under /opt/rvl with its build stamp (None when missing or unreadable: an
+/// incomplete install, which status shows as such).
+fn builds(root: &Root) -> Vec<view::Build> {
+    let names = root.list_dir(RVL_PREFIXES).unwrap_or_default();
+    names
+        .into_iter()
+        // Staging directories of a build in progress or an aborted one.
+        .filter(|n| !n.starts_with('.'))
+        .map(|name| {
+            let prefix = format!("{RVL_PREFIXES}/{name}");
+            let stamp = root
+                .read_capped(format!("{prefix}/{BUILD_STAMP}"), STAMP_CAP)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            view::Build { prefix, stamp }
+        })
+        .collect()
+}
