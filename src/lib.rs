@@ -18,6 +18,7 @@ pub mod host;
 pub mod icd;
 pub mod inventory;
 pub mod kernelcfg;
+pub mod llama;
 pub mod manifest;
 pub mod output;
 pub mod profile;

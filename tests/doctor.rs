@@ -417,7 +417,7 @@ fn human_output_is_short_plain_and_has_fixes() {
         lines
             .last()
             .unwrap()
-            .starts_with("4 failed, 1 warning, 1 passed"),
+            .starts_with("4 failed, 2 warnings, 1 passed"),
         "{text}"
     );
 }
@@ -836,4 +836,100 @@ fn armbian_boot_fails_when_the_image_link_dangles() {
         "fail",
         "/boot/Image points at vmlinuz-6.16.8-edge-rockchip64, which is missing",
     );
+}
+
+const LLAMA_PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
+
+/// Doctor's llama-cpp check alone on a copy of boltzmann-mainline.
+fn llama_check(fx: &Fixture) -> Value {
+    let doc = report(doctor(fx).args(&["--only", "llama-cpp"]), exit::OK);
+    check(&doc, "llama-cpp").clone()
+}
+
+#[test]
+fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_only() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, true);
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "pass", "{c:#}");
+    let s = c["summary"].as_str().unwrap();
+    says(
+        s,
+        &[
+            "llama.cpp 0.3.36",
+            LLAMA_PREFIX,
+            "patch level 2/2",
+            "Mali tiles patch in",
+        ],
+    );
+    let ev = c["evidence"].to_string();
+    says(
+        &ev,
+        &[
+            "0001-vulkan-mali-non-spilling-matmul-tiles.patch: applied",
+            "bin/llama-bench: executable",
+            "under --root: files only",
+        ],
+    );
+}
+
+#[test]
+fn llama_cpp_warns_when_only_a_stock_llama_server_is_on_the_system() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_stock_llama(&fx, "usr/bin/llama-server");
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["only a stock llama.cpp", "/usr/bin/llama-server"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["sudo rvl setup", "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn llama_cpp_warns_with_the_setup_fix_when_none_is_installed() {
+    let c = llama_check(&Fixture::copy("boltzmann-mainline"));
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["no llama.cpp installed by rvl"],
+    );
+    says(c["fix"].as_str().unwrap(), &["--only llama-cpp"]);
+}
+
+#[test]
+fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, false);
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["without rvl's Mali tiles patch", "0/2"],
+    );
+    fx.remove(&format!("{}/bin/llama-server", &LLAMA_PREFIX[1..]));
+    let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::PROBLEMS);
+    let c = check(&doc, "llama-cpp");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["bin/llama-server missing"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn an_unfinished_prefix_without_a_stamp_is_not_taken_for_a_build() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, true);
+    fx.remove(&format!("{}/share/rvl/build.json", &LLAMA_PREFIX[1..]));
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(&c["evidence"].to_string(), &["no build stamp"]);
 }

@@ -17,6 +17,8 @@ pub const NAMES: &[&str] = &[
     "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
     // Under sudo, the user whose render-node access matters.
     "SUDO_USER",
+    // Where a stock llama-server would be found (doctor's llama-cpp check).
+    "PATH",
 ];
 
 pub use crate::inventory::Env;

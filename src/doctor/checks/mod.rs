@@ -8,6 +8,7 @@ mod boot;
 mod firmware;
 mod gpu_driver;
 pub(crate) mod kernel;
+mod llama_cpp;
 mod render_node;
 mod vulkan_device;
 mod vulkan_icd;
@@ -64,6 +65,11 @@ pub const ALL: &[Check] = &[
         id: "vulkan-device",
         title: "panvk device through the Vulkan loader (live only)",
         run: vulkan_device::check,
+    },
+    Check {
+        id: "llama-cpp",
+        title: "rvl's llama.cpp build: prefix, version, Mali tiles patch, binaries, Vulkan device",
+        run: llama_cpp::check,
     },
 ];
 
@@ -258,6 +264,46 @@ mod tests {
     }
 
     #[test]
+    fn vulkan_device_says_the_ubatch_limit_is_handled_when_rvls_patched_llama_cpp_is_installed() {
+        use crate::inventory::{LlamaInstall, LlamaStamp, StampPatch};
+        let mut inv = live_inventory();
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.1.6")],
+        });
+        let patches = crate::llama::rvl_series()
+            .into_iter()
+            .map(|(name, sha256)| StampPatch { name, sha256 })
+            .collect();
+        inv.llama.installs.push(LlamaInstall {
+            prefix: "/opt/rvl/llama.cpp-0.3.36-rvl1".into(),
+            stamp: Some(LlamaStamp {
+                version: "0.3.36".into(),
+                patches,
+                ..Default::default()
+            }),
+            server_executable: true,
+            bench_executable: true,
+            ..Default::default()
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(
+            f.summary.contains("handled by rvl's patched llama.cpp"),
+            "{}",
+            f.summary
+        );
+        // Without the patch in the stamp the warning is back.
+        inv.llama.installs[0]
+            .stamp
+            .as_mut()
+            .unwrap()
+            .patches
+            .clear();
+        assert_eq!(run("vulkan-device", &inv, false).status, Status::Warn);
+    }
+
+    #[test]
     fn vulkan_device_without_loader_is_a_finding() {
         let mut inv = live_inventory();
         inv.live_facts.vulkan = Some(VulkanProbe {
@@ -285,6 +331,7 @@ mod tests {
                     live: false,
                     vulkan: false,
                     vulkan_library: None,
+                    llama_devices: false,
                 },
             );
             for c in ALL {
