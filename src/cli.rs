@@ -25,6 +25,8 @@ pub enum Command {
     Setup(SetupArgs),
     /// Measure Vulkan GEMM at llama.cpp's prefill shapes against the CPU
     SmokeBench(BenchArgs),
+    /// Start rvl's llama-server on MODEL with the settings that work on panvk
+    Serve(ServeArgs),
     /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
     Report(ReportArgs),
     /// Print shell completions or the man page (the .deb ships both)
@@ -53,6 +55,7 @@ impl Command {
             Command::Setup(_) => "setup",
             Command::SmokeBench(_) => "smoke-bench",
             Command::Report(_) => "report",
+            Command::Serve(_) => "serve",
             Command::Generate { .. } => "generate",
         }
     }
@@ -64,6 +67,7 @@ impl Command {
             Command::Setup(a) => a.json,
             Command::SmokeBench(a) => a.json,
             Command::Report(a) => a.json,
+            Command::Serve(a) => a.json,
             Command::Generate { .. } => false,
         }
     }
@@ -240,4 +244,26 @@ pub struct BenchArgs {
     /// Reproduce panvk's per-command-buffer TLS/WLS allocation limit instead of the sweep
     #[arg(long)]
     pub probe_limits: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// The GGUF model llama-server loads
+    #[arg(value_name = "MODEL.gguf")]
+    pub model: PathBuf,
+
+    /// Print the command line (environment included) and stop
+    #[arg(long)]
+    pub print: bool,
+
+    /// With --print: print JSON only (schema_version 1)
+    #[arg(long, requires = "print")]
+    pub json: bool,
+
+    /// More llama-server arguments, after `--` (they come last, so they win)
+    #[arg(last = true, value_name = "EXTRA")]
+    pub extra: Vec<String>,
 }

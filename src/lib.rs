@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod output;
 pub mod profile;
 pub mod report;
+pub mod serve;
 pub mod settings;
 pub mod setup;
 pub mod shell;

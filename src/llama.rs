@@ -241,4 +241,45 @@ mod tests {
         assert!(parse_list_devices("Available devices:\n").is_empty());
         assert!(parse_list_devices("error: unknown argument\n").is_empty());
     }
+
+    #[test]
+    fn launch_env_adds_the_icd_the_runtime_dir_and_the_panvk_index_but_keeps_the_users_own() {
+        use crate::inventory::Env;
+        use crate::vulkan::info::{DeviceInfo, VulkanProbe, DRIVER_ID_MESA_PANVK};
+        let mut inv = Inventory::default();
+        assert!(launch_env(&inv).is_empty());
+        inv.llama.rvl_icd = true;
+        inv.llama.xdg_fallback = Some("/run/user/1000".into());
+        let cpu = DeviceInfo {
+            name: "llvmpipe".into(),
+            ..Default::default()
+        };
+        let gpu = DeviceInfo {
+            name: "Mali-G610 MC4".into(),
+            driver_id: DRIVER_ID_MESA_PANVK.into(),
+            ..Default::default()
+        };
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![cpu, gpu],
+        });
+        let env = launch_env(&inv);
+        assert_eq!(
+            env.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("GGML_VK_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                (
+                    "VK_DRIVER_FILES".to_string(),
+                    crate::setup::paths::ICD_FILE.to_string()
+                ),
+                ("XDG_RUNTIME_DIR".to_string(), "/run/user/1000".to_string()),
+            ]
+        );
+        inv.env = Env::from_pairs([
+            ("VK_ICD_FILENAMES", "/x.json"),
+            ("XDG_RUNTIME_DIR", "/run/user/7"),
+            ("GGML_VK_VISIBLE_DEVICES", "0"),
+        ]);
+        assert!(launch_env(&inv).is_empty());
+    }
 }

@@ -26,6 +26,9 @@ fn main() {
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }
+        cli::Command::Serve(args) => {
+            finish(verb, json, &settings, rvl::serve::run(args, &settings))
+        }
         cli::Command::Report(args) => {
             finish(verb, json, &settings, rvl::report::run(args, &settings))
         }

@@ -17,7 +17,7 @@ use finding::{Finding, Status};
 pub use report::DoctorOutcome;
 
 /// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
-const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
+pub const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
 
 pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<DoctorOutcome> {
     if args.list_checks {

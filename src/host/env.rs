@@ -19,6 +19,8 @@ pub const NAMES: &[&str] = &[
     "SUDO_USER",
     // Where a stock llama-server would be found (doctor's llama-cpp check).
     "PATH",
+    // A device choice of the user's that rvl serve keeps.
+    "GGML_VK_VISIBLE_DEVICES",
 ];
 
 pub use crate::inventory::Env;
