@@ -113,14 +113,14 @@ pub fn patched(facts: &LlamaFacts) -> Option<&LlamaInstall> {
     })
 }
 
-/// The device lines of `llama-bench --list-devices`: those after "Available devices:" that
-/// read `NAME: description` (ggml prints its own log lines around them).
+/// The device lines of `llama-bench --list-devices`: the `NAME: description` lines right after
+/// "Available devices:", up to the first line that is not one (ggml's log lines follow).
 pub fn parse_list_devices(text: &str) -> Vec<String> {
     text.lines()
         .skip_while(|l| !l.trim_start().starts_with("Available devices"))
         .skip(1)
         .map(str::trim)
-        .filter(|l| {
+        .take_while(|l| {
             l.split_once(": ")
                 .is_some_and(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace))
         })
@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn list_devices_keeps_only_the_device_lines() {
-        let out = "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = Mali-G610 MC4 (panvk) | uma: 1\nAvailable devices:\n  Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)\n\n";
+        let out = "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = Mali-G610 MC4 (panvk) | uma: 1\nAvailable devices:\n  Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)\n\nggml_vulkan: done\n";
         assert_eq!(
             parse_list_devices(out),
             vec!["Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)"]

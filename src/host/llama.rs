@@ -92,6 +92,15 @@ pub fn facts(root: &Root, inv: &Inventory) -> LlamaFacts {
 /// Run `BIN --list-devices` with rvl's launch environment and a time limit, on the running
 /// system only (never a binary of a foreign root).
 pub fn list_devices(root: &Root, inv: &Inventory, bin: &str) -> Option<LlamaDevices> {
+    list_devices_within(root, inv, bin, LIST_DEVICES_TIMEOUT)
+}
+
+fn list_devices_within(
+    root: &Root,
+    inv: &Inventory,
+    bin: &str,
+    limit: Duration,
+) -> Option<LlamaDevices> {
     if !root.is_live() || !inv.live {
         return None;
     }
@@ -139,9 +148,7 @@ pub fn list_devices(root: &Root, inv: &Inventory, bin: &str) -> Option<LlamaDevi
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
-            Ok(None) if start.elapsed() < LIST_DEVICES_TIMEOUT => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -157,14 +164,82 @@ pub fn list_devices(root: &Root, inv: &Inventory, bin: &str) -> Option<LlamaDevi
         .find(|l| !l.trim().is_empty())
         .map(|l| format!(": {}", l.trim()))
         .unwrap_or_default();
-    out.devices = crate::llama::parse_list_devices(&format!("{stdout}\n{stderr}"));
+    // Each stream on its own: ggml's log lines on stderr must not run into the list.
+    out.devices = crate::llama::parse_list_devices(&stdout);
+    out.devices
+        .extend(crate::llama::parse_list_devices(&stderr));
     out.error = match status {
         None => Some(format!(
-            "no answer within {} s{last}",
-            LIST_DEVICES_TIMEOUT.as_secs()
+            "no answer within {:.1} s{last}",
+            limit.as_secs_f64()
         )),
         Some(s) if !s.success() => Some(format!("exited with {s}{last}")),
         Some(_) => None,
     };
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in `llama-bench` script in a temporary directory.
+    fn script(body: &str) -> (tempfile::TempDir, String) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("llama-bench");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let s = p.to_string_lossy().into_owned();
+        (d, s)
+    }
+
+    fn live() -> Inventory {
+        Inventory {
+            live: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_device_lines_of_a_run_that_succeeds_are_kept() {
+        let (_d, bin) = script(
+            "[ \"$1\" = --list-devices ] || exit 9\necho 'ggml_vulkan: Found 1 Vulkan devices:' >&2\necho 'Available devices:'\necho '  Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)'",
+        );
+        let d = list_devices(&Root::system(), &live(), &bin).unwrap();
+        assert_eq!(d.error, None);
+        assert_eq!(
+            d.devices,
+            vec!["Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)"]
+        );
+    }
+
+    #[test]
+    fn a_failing_run_says_its_status_and_last_stderr_line() {
+        let (_d, bin) = script("echo 'vk::createInstance: ErrorIncompatibleDriver' >&2\nexit 3");
+        let d = list_devices(&Root::system(), &live(), &bin).unwrap();
+        let e = d.error.unwrap();
+        assert!(
+            e.contains("exit status: 3") && e.contains("ErrorIncompatibleDriver"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_hanging_binary_is_killed_at_the_limit() {
+        let (_d, bin) = script("echo starting >&2\nexec sleep 30");
+        let start = Instant::now();
+        let d = list_devices_within(&Root::system(), &live(), &bin, Duration::from_millis(300))
+            .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let e = d.error.unwrap();
+        assert!(e.contains("no answer within 0.3 s: starting"), "{e}");
+    }
+
+    #[test]
+    fn nothing_runs_for_a_foreign_root() {
+        let (d, bin) = script("touch \"$0.ran\"");
+        assert!(list_devices(&Root::new(d.path()), &live(), &bin).is_none());
+        assert!(list_devices(&Root::system(), &Inventory::default(), &bin).is_none());
+        assert!(!std::path::Path::new(&format!("{bin}.ran")).exists());
+    }
 }
