@@ -154,8 +154,44 @@ const SCENARIOS: &[Scenario] = &[
             ("xdg-runtime-dir", "skip"),
             ("boot-default", "pass"),
             ("vulkan-device", "skip"),
+            ("llama-cpp", "warn"),
         ],
-        says: &[("firmware", "summary", &["2026 LTS", "interface v1.5.0"])],
+        says: &[
+            ("firmware", "summary", &["2026 LTS", "interface v1.5.0"]),
+            ("llama-cpp", "summary", &["no llama.cpp installed by rvl"]),
+            (
+                "llama-cpp",
+                "fix",
+                &["sudo rvl setup --board boltzmann --only llama-cpp"],
+            ),
+        ],
+    },
+    Scenario {
+        root: "llama-patched",
+        code: exit::OK,
+        statuses: &[("gpu-driver", "pass"), ("llama-cpp", "pass")],
+        says: &[(
+            "llama-cpp",
+            "summary",
+            &[
+                "llama.cpp 0.3.36",
+                "/opt/rvl/llama.cpp-0.3.36-rvl1",
+                "patch level 2/2",
+            ],
+        )],
+    },
+    Scenario {
+        root: "llama-stock-only",
+        code: exit::OK,
+        statuses: &[("llama-cpp", "warn")],
+        says: &[
+            (
+                "llama-cpp",
+                "summary",
+                &["only a stock llama.cpp (/usr/bin/llama-server)"],
+            ),
+            ("llama-cpp", "fix", &["--only llama-cpp"]),
+        ],
     },
     Scenario {
         root: "boltzmann-vendor-kbase",
@@ -848,9 +884,7 @@ fn llama_check(fx: &Fixture) -> Value {
 
 #[test]
 fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_only() {
-    let fx = Fixture::copy("boltzmann-mainline");
-    common::plant_llama(&fx, LLAMA_PREFIX, true);
-    let c = llama_check(&fx);
+    let c = llama_check(&Fixture::copy("llama-patched"));
     assert_eq!(c["status"], "pass", "{c:#}");
     let s = c["summary"].as_str().unwrap();
     says(
@@ -875,9 +909,7 @@ fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_on
 
 #[test]
 fn llama_cpp_warns_when_only_a_stock_llama_server_is_on_the_system() {
-    let fx = Fixture::copy("boltzmann-mainline");
-    common::plant_stock_llama(&fx, "usr/bin/llama-server");
-    let c = llama_check(&fx);
+    let c = llama_check(&Fixture::copy("llama-stock-only"));
     assert_eq!(c["status"], "warn", "{c:#}");
     says(
         c["summary"].as_str().unwrap(),
@@ -932,4 +964,20 @@ fn an_unfinished_prefix_without_a_stamp_is_not_taken_for_a_build() {
     let c = llama_check(&fx);
     assert_eq!(c["status"], "warn", "{c:#}");
     says(&c["evidence"].to_string(), &["no build stamp"]);
+}
+
+#[test]
+fn the_llama_patched_fixture_stamp_matches_the_patches_this_rvl_embeds() {
+    // make-roots.sh writes the stamp from patches/llama.cpp; after a patch edit it must be rerun.
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, true);
+    let stamp = |root: &Path| -> Value {
+        let p = root.join(&LLAMA_PREFIX[1..]).join("share/rvl/build.json");
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    assert_eq!(
+        stamp(&fixture_dir("llama-patched"))["patches"],
+        stamp(fx.path())["patches"],
+        "rerun tests/fixtures/make-roots.sh"
+    );
 }

@@ -308,9 +308,3 @@ pub fn plant_llama(fx: &Fixture, prefix: &str, patched: bool) {
         serde_json::to_vec_pretty(&stamp).unwrap(),
     );
 }
-
-/// A stock `llama-server` (a distribution's, without rvl's patch) at `rel` in the root.
-pub fn plant_stock_llama(fx: &Fixture, rel: &str) {
-    fx.write(rel, "#!/bin/sh\nexit 0\n");
-    fs::set_permissions(fx.join(rel), fs::Permissions::from_mode(0o755)).unwrap();
-}
