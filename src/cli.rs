@@ -27,6 +27,8 @@ pub enum Command {
     SmokeBench(BenchArgs),
     /// Show the stack as it stands: kernels, driver, firmware, ICD and Mesa, llama.cpp, setup's runs
     Status(StatusArgs),
+    /// Start rvl's llama-server on MODEL with the settings that work on panvk
+    Serve(ServeArgs),
     /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
     Report(ReportArgs),
     /// Print shell completions or the man page (the .deb ships both)
@@ -56,6 +58,7 @@ impl Command {
             Command::SmokeBench(_) => "smoke-bench",
             Command::Status(_) => "status",
             Command::Report(_) => "report",
+            Command::Serve(_) => "serve",
             Command::Generate { .. } => "generate",
         }
     }
@@ -68,6 +71,7 @@ impl Command {
             Command::SmokeBench(a) => a.json,
             Command::Status(a) => a.json,
             Command::Report(a) => a.json,
+            Command::Serve(a) => a.json,
             Command::Generate { .. } => false,
         }
     }
@@ -262,4 +266,26 @@ pub struct BenchArgs {
     /// Reproduce panvk's per-command-buffer TLS/WLS allocation limit instead of the sweep
     #[arg(long)]
     pub probe_limits: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub system: SystemArgs,
+
+    /// The GGUF model llama-server loads
+    #[arg(value_name = "MODEL.gguf")]
+    pub model: PathBuf,
+
+    /// Print the command line (environment included) and stop
+    #[arg(long)]
+    pub print: bool,
+
+    /// With --print: print JSON only (schema_version 1)
+    #[arg(long, requires = "print")]
+    pub json: bool,
+
+    /// More llama-server arguments, after `--` (they come last, so they win)
+    #[arg(last = true, value_name = "EXTRA")]
+    pub extra: Vec<String>,
 }

@@ -99,6 +99,11 @@ pub enum Error {
         source: VkError,
     },
 
+    /// rvl will not start something the system is not ready for (rvl serve: doctor's blocking
+    /// checks fail, or rvl's llama.cpp is not installed); the sentence carries the fix.
+    #[error("{0}")]
+    Refused(String),
+
     /// A bug: an invariant rvl relies on does not hold.
     #[error("internal error: {0}")]
     Internal(String),
@@ -124,6 +129,7 @@ impl Error {
             Error::NotConfirmed(_) => exit::NOT_CONFIRMED,
             Error::Tool(_) | Error::StepFailed(_) | Error::Vulkan { .. } => exit::PROBLEMS,
             Error::RollbackIncomplete(_) => exit::ROLLBACK_INCOMPLETE,
+            Error::Refused(_) => exit::PROBLEMS,
             Error::Internal(_) => exit::INTERNAL,
         }
     }
@@ -147,6 +153,7 @@ impl Error {
             Error::StepFailed(_) => "step-failed",
             Error::RollbackIncomplete(_) => "rollback-incomplete",
             Error::Vulkan { .. } => "vulkan",
+            Error::Refused(_) => "refused",
             Error::Internal(_) => "internal",
         }
     }
@@ -186,6 +193,7 @@ pub const KINDS: &[&str] = &[
     "step-failed",
     "rollback-incomplete",
     "vulkan",
+    "refused",
     "internal",
 ];
 
@@ -253,6 +261,7 @@ mod tests {
                 context: m(),
                 source: vk(),
             },
+            Error::Refused(m()),
             Error::Internal(m()),
         ];
         let mut seen: Vec<&str> = all.iter().map(Error::kind).collect();

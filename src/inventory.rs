@@ -26,6 +26,9 @@ pub struct Inventory {
     pub vulkan_icd: IcdFacts,
     pub boot: BootFacts,
     pub env: Env,
+    /// rvl's llama.cpp builds and any stock llama-server.
+    #[serde(default)]
+    pub llama: LlamaFacts,
     /// Facts only a running system can give (ioctls, access checks, Vulkan); empty otherwise.
     pub live_facts: LiveFacts,
 }
@@ -344,4 +347,76 @@ impl SetupFacts {
             .get(release)
             .is_some_and(|v| v.as_deref() == Some("y"))
     }
+}
+
+/// llama.cpp on the system: rvl's builds under `/opt/rvl/llama.cpp-*` and any other
+/// `llama-server` on PATH (gathered by [`crate::host::llama`], judged by doctor's `llama-cpp`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlamaFacts {
+    /// rvl's prefixes, newest version first (complete or not: the stamp says).
+    pub installs: Vec<LlamaInstall>,
+    /// `llama-server` executables outside rvl's prefixes (PATH, /usr/bin, /usr/local/bin).
+    pub stock: Vec<String>,
+    /// rvl's Vulkan ICD manifest (setup's `icd` step) is installed.
+    pub rvl_icd: bool,
+    /// `/run/user/UID` for this user when XDG_RUNTIME_DIR is unset and it exists (live only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xdg_fallback: Option<String>,
+    /// `llama-bench --list-devices` of the newest complete install (live only, when asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_devices: Option<LlamaDevices>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlamaInstall {
+    /// In-root prefix, e.g. `/opt/rvl/llama.cpp-0.3.36-rvl1`.
+    pub prefix: String,
+    /// The build stamp setup writes last; None: the build never finished.
+    pub stamp: Option<LlamaStamp>,
+    /// Why the stamp is there but could not be read or parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp_error: Option<String>,
+    /// `bin/llama-server` is a regular file with an execute bit.
+    pub server_executable: bool,
+    /// `bin/llama-bench` likewise.
+    pub bench_executable: bool,
+}
+
+impl LlamaInstall {
+    pub fn server(&self) -> String {
+        format!("{}/bin/llama-server", self.prefix)
+    }
+    pub fn bench(&self) -> String {
+        format!("{}/bin/llama-bench", self.prefix)
+    }
+}
+
+/// What setup's `share/rvl/build.json` holds (the fields doctor reads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlamaStamp {
+    #[serde(default)]
+    pub project: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub source_sha256: String,
+    #[serde(default)]
+    pub patches: Vec<StampPatch>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StampPatch {
+    /// `llama.cpp/0001-….patch`.
+    pub name: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlamaDevices {
+    /// The binary that was run.
+    pub binary: String,
+    /// Why it did not run or exited badly (timeout, signal, status, with its last stderr line).
+    pub error: Option<String>,
+    /// The device lines it printed, e.g. `Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)`.
+    pub devices: Vec<String>,
 }

@@ -29,6 +29,9 @@ fn main() {
         cli::Command::Status(args) => {
             finish(verb, json, &settings, rvl::status::run(args, &settings))
         }
+        cli::Command::Serve(args) => {
+            finish(verb, json, &settings, rvl::serve::run(args, &settings))
+        }
         cli::Command::Report(args) => {
             finish(verb, json, &settings, rvl::report::run(args, &settings))
         }

@@ -154,8 +154,44 @@ const SCENARIOS: &[Scenario] = &[
             ("xdg-runtime-dir", "skip"),
             ("boot-default", "pass"),
             ("vulkan-device", "skip"),
+            ("llama-cpp", "warn"),
         ],
-        says: &[("firmware", "summary", &["2026 LTS", "interface v1.5.0"])],
+        says: &[
+            ("firmware", "summary", &["2026 LTS", "interface v1.5.0"]),
+            ("llama-cpp", "summary", &["no llama.cpp installed by rvl"]),
+            (
+                "llama-cpp",
+                "fix",
+                &["sudo rvl setup --board boltzmann --only llama-cpp"],
+            ),
+        ],
+    },
+    Scenario {
+        root: "llama-patched",
+        code: exit::OK,
+        statuses: &[("gpu-driver", "pass"), ("llama-cpp", "pass")],
+        says: &[(
+            "llama-cpp",
+            "summary",
+            &[
+                "llama.cpp 0.3.36",
+                "/opt/rvl/llama.cpp-0.3.36-rvl1",
+                "patch level 2/2",
+            ],
+        )],
+    },
+    Scenario {
+        root: "llama-stock-only",
+        code: exit::OK,
+        statuses: &[("llama-cpp", "warn")],
+        says: &[
+            (
+                "llama-cpp",
+                "summary",
+                &["only a stock llama.cpp (/usr/bin/llama-server)"],
+            ),
+            ("llama-cpp", "fix", &["--only llama-cpp"]),
+        ],
     },
     Scenario {
         root: "boltzmann-vendor-kbase",
@@ -422,7 +458,7 @@ fn human_output_is_short_plain_and_has_fixes() {
         lines
             .last()
             .unwrap()
-            .starts_with("4 failed, 1 warning, 1 passed"),
+            .starts_with("4 failed, 2 warnings, 1 passed"),
         "{text}"
     );
 }
@@ -893,5 +929,113 @@ fn verbose_shows_each_checks_evidence_under_its_line_and_the_plain_run_does_not(
     assert!(
         verbose.trim_end().ends_with("(details: --json)"),
         "{verbose}"
+    );
+}
+
+const LLAMA_PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
+
+/// Doctor's llama-cpp check alone on a copy of boltzmann-mainline.
+fn llama_check(fx: &Fixture) -> Value {
+    let doc = report(doctor(fx).args(&["--only", "llama-cpp"]), exit::OK);
+    check(&doc, "llama-cpp").clone()
+}
+
+#[test]
+fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_only() {
+    let c = llama_check(&Fixture::copy("llama-patched"));
+    assert_eq!(c["status"], "pass", "{c:#}");
+    let s = c["summary"].as_str().unwrap();
+    says(
+        s,
+        &[
+            "llama.cpp 0.3.36",
+            LLAMA_PREFIX,
+            "patch level 2/2",
+            "Mali tiles patch in",
+        ],
+    );
+    let ev = c["evidence"].to_string();
+    says(
+        &ev,
+        &[
+            "0001-vulkan-mali-non-spilling-matmul-tiles.patch: applied",
+            "bin/llama-bench: executable",
+            "under --root: files only",
+        ],
+    );
+}
+
+#[test]
+fn llama_cpp_warns_when_only_a_stock_llama_server_is_on_the_system() {
+    let c = llama_check(&Fixture::copy("llama-stock-only"));
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["only a stock llama.cpp", "/usr/bin/llama-server"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["sudo rvl setup", "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn llama_cpp_warns_with_the_setup_fix_when_none_is_installed() {
+    let c = llama_check(&Fixture::copy("boltzmann-mainline"));
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["no llama.cpp installed by rvl"],
+    );
+    says(c["fix"].as_str().unwrap(), &["--only llama-cpp"]);
+}
+
+#[test]
+fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, false);
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["without rvl's Mali tiles patch", "0/2"],
+    );
+    fx.remove(&format!("{}/bin/llama-server", &LLAMA_PREFIX[1..]));
+    let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::PROBLEMS);
+    let c = check(&doc, "llama-cpp");
+    assert_eq!(c["status"], "fail", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["bin/llama-server missing"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn an_unfinished_prefix_without_a_stamp_is_not_taken_for_a_build() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, true);
+    fx.remove(&format!("{}/share/rvl/build.json", &LLAMA_PREFIX[1..]));
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(&c["evidence"].to_string(), &["no build stamp"]);
+}
+
+#[test]
+fn the_llama_patched_fixture_stamp_matches_the_patches_this_rvl_embeds() {
+    // make-roots.sh writes the stamp from patches/llama.cpp; after a patch edit it must be rerun.
+    let fx = Fixture::copy("boltzmann-mainline");
+    common::plant_llama(&fx, LLAMA_PREFIX, true);
+    let stamp = |root: &Path| -> Value {
+        let p = root.join(&LLAMA_PREFIX[1..]).join("share/rvl/build.json");
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    assert_eq!(
+        stamp(&fixture_dir("llama-patched"))["patches"],
+        stamp(fx.path())["patches"],
+        "rerun tests/fixtures/make-roots.sh"
     );
 }

@@ -84,6 +84,21 @@ fn doctor_documents_follow_the_schema() {
     assert_eq!(doc["exit_code"], rvl::exit::USAGE);
 }
 
+#[test]
+fn serve_documents_follow_the_schema() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    let print = |fx: &Fixture| checked(rvl(&["serve", "--print", "--json", "m.gguf"]).root(fx));
+    let refused = print(&fx);
+    assert_eq!(refused["error"]["kind"], "refused");
+    common::plant_llama(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl1", true);
+    let doc = print(&fx);
+    assert_eq!(doc["command"], "serve");
+    assert_eq!(
+        doc["argv"][0],
+        "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-server"
+    );
+}
+
 #[cfg(feature = "bench")]
 #[test]
 fn smoke_bench_documents_follow_the_schema() {

@@ -79,7 +79,11 @@ fn assert_all_green_but_the_reboot(fixture: &str, board: &str) {
     }
     let checks = doctor_after_setup(fixture, board);
     let all = serde_json::to_string_pretty(&checks).unwrap();
-    for c in &checks {
+    // llama.cpp is a source build the test manifest does not pin (setup skips it with a note),
+    // so its check still says "not installed"; tests/doctor.rs covers it after an install.
+    let llama = checks.iter().find(|c| c["id"] == "llama-cpp").unwrap();
+    assert_eq!(llama["status"], "warn", "{fixture}: {all}");
+    for c in checks.iter().filter(|c| c["id"] != "llama-cpp") {
         assert_ne!(c["status"], "fail", "{fixture}: {all}");
         if c["status"] == "warn" {
             assert_eq!(

@@ -27,6 +27,7 @@ fn doctor_inventory_and_bench_describe_devices_the_same() {
             live: true,
             vulkan: true,
             vulkan_library: None,
+            llama_devices: false,
         },
     );
     let probe = inv.live_facts.vulkan.expect("the Vulkan probe ran");

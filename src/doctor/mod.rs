@@ -36,6 +36,9 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
     // Loading Vulkan costs hundreds of milliseconds: only when the check will use it.
     let wants_vulkan =
         !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "vulkan-device");
+    // `--list-devices` loads Vulkan in a child: the same rule as the loader in-process.
+    let wants_llama =
+        !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "llama-cpp");
     // A foreign root is another system: its login environment, not this shell's, decides
     // what its Vulkan loader reads.
     let env = if root.is_live() {
@@ -54,6 +57,7 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
             vulkan: wants_vulkan,
             // The loader smoke-bench uses too (RVL_VULKAN_LIBRARY when set).
             vulkan_library: settings.vars.vulkan_library.as_deref(),
+            llama_devices: wants_llama,
         },
     );
     let ctx = Context {

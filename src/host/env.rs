@@ -17,6 +17,10 @@ pub const NAMES: &[&str] = &[
     "PAN_I_WANT_A_BROKEN_VULKAN_DRIVER",
     // Under sudo, the user whose render-node access matters.
     "SUDO_USER",
+    // Where a stock llama-server would be found (doctor's llama-cpp check).
+    "PATH",
+    // A device choice of the user's that rvl serve keeps.
+    "GGML_VK_VISIBLE_DEVICES",
 ];
 
 pub use crate::inventory::Env;

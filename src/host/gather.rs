@@ -41,6 +41,8 @@ pub struct GatherOptions<'a> {
     pub vulkan: bool,
     /// Load this libvulkan instead of the system's (`RVL_VULKAN_LIBRARY`).
     pub vulkan_library: Option<&'a std::path::Path>,
+    /// Also run the newest rvl llama.cpp's `llama-bench --list-devices` (live only).
+    pub llama_devices: bool,
 }
 
 pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
@@ -67,7 +69,7 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         .config
         .as_ref()
         .is_some_and(|c| c.get("CONFIG_DRM_PANTHOR") == "y");
-    Inventory {
+    let mut inv = Inventory {
         live,
         devicetree: devicetree::read(root),
         gpu: GpuFacts {
@@ -86,8 +88,20 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         render_nodes,
         kernel,
         env: env.clone(),
+        llama: Default::default(),
         live_facts,
+    };
+    // After the rest: which environment the binaries get depends on the ICD and live facts.
+    inv.llama = super::llama::facts(root, &inv);
+    if opts.llama_devices {
+        let bench = crate::llama::newest(&inv.llama)
+            .filter(|i| i.bench_executable)
+            .map(|i| i.bench());
+        if let Some(bench) = bench {
+            inv.llama.list_devices = super::llama::list_devices(root, &inv, &bench);
+        }
     }
+    inv
 }
 
 fn kernel(root: &Root) -> KernelFacts {

@@ -8,6 +8,7 @@ pub mod gather;
 pub mod initramfs;
 pub mod kernel;
 pub mod live;
+pub mod llama;
 pub mod root;
 pub mod sysfs;
 

@@ -46,6 +46,8 @@ pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<Status
             live: false,
             vulkan: false,
             vulkan_library: None,
+            // Nor runs llama.cpp's binaries.
+            llama_devices: false,
         },
     );
     // Read-only: loading never creates the state directory or takes the lock.

@@ -7,7 +7,7 @@ pub mod http;
 pub mod roots;
 pub mod run;
 
-pub use roots::{fixture_dir, fixture_file, setup, setup_without_stand_ins, Fixture};
+pub use roots::{fixture_dir, fixture_file, plant_llama, setup, setup_without_stand_ins, Fixture};
 pub use run::{rvl, Output, Rvl};
 
 /// A Vulkan instance with a usable device (lavapipe here and in CI), or `None` after a

@@ -269,3 +269,42 @@ pub fn setup_without_stand_ins(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
         .env("RVL_FETCH_ATTEMPTS", "2")
         .env("RVL_FETCH_STALL_SECS", "5")
 }
+
+/// rvl's llama.cpp prefix in a fixture root, as setup leaves it: executables in `bin/` and the
+/// build stamp, its patch list taken from `patches/llama.cpp/series` (all of it when `patched`,
+/// none otherwise), so the stamp matches the series this rvl embeds.
+pub fn plant_llama(fx: &Fixture, prefix: &str, patched: bool) {
+    let rel = prefix.trim_start_matches('/');
+    for bin in ["llama-server", "llama-bench"] {
+        let p = format!("{rel}/bin/{bin}");
+        fx.write(&p, "#!/bin/sh\nexit 0\n");
+        fs::set_permissions(fx.join(&p), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/llama.cpp");
+    let patches: Vec<serde_json::Value> = if patched {
+        fs::read_to_string(dir.join("series"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|n| {
+                serde_json::json!({
+                    "name": format!("llama.cpp/{}", n.trim()),
+                    "sha256": sha256_hex(&fs::read(dir.join(n.trim())).unwrap()),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let stamp = serde_json::json!({
+        "project": "llama.cpp",
+        "version": "0.3.36",
+        "source_sha256": "ab".repeat(32),
+        "patches": patches,
+        "options": [],
+    });
+    fx.write(
+        &format!("{rel}/share/rvl/build.json"),
+        serde_json::to_vec_pretty(&stamp).unwrap(),
+    );
+}

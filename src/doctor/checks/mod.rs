@@ -8,6 +8,7 @@ mod boot;
 mod firmware;
 mod gpu_driver;
 pub(crate) mod kernel;
+mod llama_cpp;
 mod pending;
 mod render_node;
 mod vulkan_device;
@@ -65,6 +66,11 @@ pub const ALL: &[Check] = &[
         id: "vulkan-device",
         title: "panvk device through the Vulkan loader (live only)",
         run: vulkan_device::check,
+    },
+    Check {
+        id: "llama-cpp",
+        title: "rvl's llama.cpp build: prefix, version, Mali tiles patch, binaries, Vulkan device",
+        run: llama_cpp::check,
     },
 ];
 
@@ -258,6 +264,88 @@ mod tests {
         assert_eq!(run("vulkan-device", &inv, true).status, Status::Skip);
     }
 
+    /// rvl's build at the current patch level, both binaries executable.
+    fn patched_install() -> crate::inventory::LlamaInstall {
+        use crate::inventory::{LlamaInstall, LlamaStamp, StampPatch};
+        let patches = crate::llama::rvl_series()
+            .into_iter()
+            .map(|(name, sha256)| StampPatch { name, sha256 })
+            .collect();
+        LlamaInstall {
+            prefix: "/opt/rvl/llama.cpp-0.3.36-rvl1".into(),
+            stamp: Some(LlamaStamp {
+                version: "0.3.36".into(),
+                patches,
+                ..Default::default()
+            }),
+            server_executable: true,
+            bench_executable: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn llama_cpp_live_needs_the_binary_to_run_and_its_vulkan_backend_to_list_a_device() {
+        use crate::inventory::LlamaDevices;
+        let mut inv = live_inventory();
+        inv.llama.installs.push(patched_install());
+        let listed = |devices: &[&str], error: Option<&str>| LlamaDevices {
+            binary: "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-bench".into(),
+            error: error.map(str::to_string),
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+        };
+        inv.llama.list_devices = Some(listed(
+            &["Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)"],
+            None,
+        ));
+        let f = run("llama-cpp", &inv, false);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(f.summary.contains("Vulkan0: Mali-G610"), "{}", f.summary);
+        inv.llama.list_devices = Some(listed(&[], Some("exited with exit status: 134: Aborted")));
+        let f = run("llama-cpp", &inv, false);
+        assert_eq!(f.status, Status::Fail, "{f:?}");
+        assert!(f
+            .summary
+            .contains("does not run: exited with exit status: 134"));
+        inv.llama.list_devices = Some(listed(&["CPU: AMD EPYC (64000 MiB, 64000 MiB free)"], None));
+        let f = run("llama-cpp", &inv, false);
+        assert_eq!(f.status, Status::Fail, "{f:?}");
+        assert!(f.summary.contains("Vulkan backend lists no device"));
+        // Asked not to load Vulkan: files only, and it says why.
+        inv.llama.list_devices = None;
+        let f = run("llama-cpp", &inv, true);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("--no-vulkan: binaries not run")));
+    }
+
+    #[test]
+    fn vulkan_device_says_the_ubatch_limit_is_handled_when_rvls_patched_llama_cpp_is_installed() {
+        let mut inv = live_inventory();
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.1.6")],
+        });
+        inv.llama.installs.push(patched_install());
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(
+            f.summary.contains("handled by rvl's patched llama.cpp"),
+            "{}",
+            f.summary
+        );
+        // Without the patch in the stamp the warning is back.
+        inv.llama.installs[0]
+            .stamp
+            .as_mut()
+            .unwrap()
+            .patches
+            .clear();
+        assert_eq!(run("vulkan-device", &inv, false).status, Status::Warn);
+    }
+
     #[test]
     fn vulkan_device_without_loader_is_a_finding() {
         let mut inv = live_inventory();
@@ -286,6 +374,7 @@ mod tests {
                     live: false,
                     vulkan: false,
                     vulkan_library: None,
+                    llama_devices: false,
                 },
             );
             for c in ALL {

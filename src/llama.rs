@@ -1,0 +1,285 @@
+//! rvl's llama.cpp builds as data, no IO: which install is the newest, whether it carries rvl's
+//! Mali tiles patch (its build stamp against the series embedded in this binary), the parse of
+//! `llama-bench --list-devices`, and the environment rvl runs llama.cpp binaries with. Doctor's
+//! `llama-cpp` check, `vulkan-device` and `rvl serve` all judge from these.
+
+use std::collections::BTreeMap;
+
+use crate::inventory::{Inventory, LlamaFacts, LlamaInstall, LlamaStamp};
+
+/// Where setup installs its builds (`prefix_for("llama.cpp", …)` in setup/paths.rs).
+pub const PREFIX_PARENT: &str = "/opt/rvl";
+pub const PREFIX_NAME: &str = "llama.cpp-";
+/// The patch that keeps llama.cpp's matmul tiles from spilling on Mali (the ubatch > 64 fix).
+pub const TILES_PATCH_SUFFIX: &str = "-vulkan-mali-non-spilling-matmul-tiles.patch";
+
+/// "llama.cpp-0.3.36-rvl1" → [0, 3, 36, 1]: the numbers in a prefix name, for ordering.
+pub fn version_key(name: &str) -> Vec<u64> {
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// How a build's patches compare with rvl's series for llama.cpp.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchLevel {
+    /// The tiles patch is in the build, byte for byte the one this rvl carries.
+    pub tiles: Tiles,
+    /// Patches of this rvl's series found in the build with the same bytes.
+    pub current: usize,
+    /// The series' length.
+    pub of: usize,
+    /// One line per patch of the build or the series: `name: …`.
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tiles {
+    Current,
+    /// In the build, but another revision than this rvl's.
+    Older,
+    Missing,
+}
+
+/// rvl's series for llama.cpp, as (name, sha256), from the copy embedded in the binary.
+pub fn rvl_series() -> Vec<(String, String)> {
+    crate::setup::patches::series("llama.cpp", None)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| (p.name.clone(), crate::digest::sha256_hex(&p.data)))
+        .collect()
+}
+
+fn base(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+pub fn patch_level(stamp: &LlamaStamp, series: &[(String, String)]) -> PatchLevel {
+    let in_build = |n: &str| stamp.patches.iter().find(|p| base(&p.name) == base(n));
+    let mut lines = Vec::new();
+    let mut current = 0;
+    for (name, sha) in series {
+        let line = match in_build(name) {
+            Some(p) if &p.sha256 == sha => {
+                current += 1;
+                "applied"
+            }
+            Some(_) => "applied, an older revision",
+            None => "not applied",
+        };
+        lines.push(format!("{}: {line}", base(name)));
+    }
+    for p in &stamp.patches {
+        if !series.iter().any(|(n, _)| base(n) == base(&p.name)) {
+            lines.push(format!(
+                "{}: applied, not in this rvl's series",
+                base(&p.name)
+            ));
+        }
+    }
+    let tiles_build = stamp
+        .patches
+        .iter()
+        .find(|p| base(&p.name).ends_with(TILES_PATCH_SUFFIX));
+    let tiles_series = series
+        .iter()
+        .find(|(n, _)| base(n).ends_with(TILES_PATCH_SUFFIX));
+    let tiles = match (tiles_build, tiles_series) {
+        (None, _) => Tiles::Missing,
+        (Some(b), Some((_, sha))) if &b.sha256 != sha => Tiles::Older,
+        (Some(_), _) => Tiles::Current,
+    };
+    PatchLevel {
+        tiles,
+        current,
+        of: series.len(),
+        lines,
+    }
+}
+
+/// The install `rvl serve` runs and doctor judges: the newest with a build stamp.
+pub fn newest(facts: &LlamaFacts) -> Option<&LlamaInstall> {
+    facts.installs.iter().find(|i| i.stamp.is_some())
+}
+
+/// The newest complete install when it carries the tiles patch (any revision): ubatch > 64
+/// works with it.
+pub fn patched(facts: &LlamaFacts) -> Option<&LlamaInstall> {
+    newest(facts).filter(|i| {
+        i.stamp
+            .as_ref()
+            .is_some_and(|s| patch_level(s, &rvl_series()).tiles != Tiles::Missing)
+    })
+}
+
+/// The device lines of `llama-bench --list-devices`: the `NAME: description` lines right after
+/// "Available devices:", up to the first line that is not one (ggml's log lines follow).
+pub fn parse_list_devices(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("Available devices"))
+        .skip(1)
+        .map(str::trim)
+        .take_while(|l| {
+            l.split_once(": ")
+                .is_some_and(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Index of the panvk device in the loader's device list (the order ggml's Vulkan backend
+/// numbers physical devices in, which GGML_VK_VISIBLE_DEVICES takes); None when the Vulkan
+/// probe did not run or found no panvk.
+pub fn panvk_index(inv: &Inventory) -> Option<usize> {
+    let probe = inv.live_facts.vulkan.as_ref()?;
+    probe.devices.iter().position(|d| d.is_panvk())
+}
+
+/// The variables rvl adds when it runs a llama.cpp binary. Sorted by name (the printed order).
+/// A variable the user already set is left as it is: an explicit choice wins over rvl's.
+pub fn launch_env(inv: &Inventory) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let set = |n: &str| inv.env.get(n).is_some();
+    // The loader takes VK_ICD_FILENAMES as the older name of the same thing.
+    if inv.llama.rvl_icd && !set("VK_DRIVER_FILES") && !set("VK_ICD_FILENAMES") {
+        env.insert(
+            "VK_DRIVER_FILES".into(),
+            crate::setup::paths::ICD_FILE.to_string(),
+        );
+    }
+    if let Some(x) = &inv.llama.xdg_fallback {
+        if !set("XDG_RUNTIME_DIR") {
+            env.insert("XDG_RUNTIME_DIR".into(), x.clone());
+        }
+    }
+    if let Some(i) = panvk_index(inv) {
+        if !set("GGML_VK_VISIBLE_DEVICES") {
+            env.insert("GGML_VK_VISIBLE_DEVICES".into(), i.to_string());
+        }
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::StampPatch;
+
+    fn stamp(patches: &[(&str, &str)]) -> LlamaStamp {
+        LlamaStamp {
+            project: "llama.cpp".into(),
+            version: "0.3.36".into(),
+            source_sha256: String::new(),
+            patches: patches
+                .iter()
+                .map(|(n, s)| StampPatch {
+                    name: n.to_string(),
+                    sha256: s.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn series() -> Vec<(String, String)> {
+        vec![
+            (
+                "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch".into(),
+                "aa".into(),
+            ),
+            ("llama.cpp/0002-tests.patch".into(), "bb".into()),
+        ]
+    }
+
+    #[test]
+    fn a_build_with_the_whole_series_is_at_the_current_level() {
+        let s = stamp(&[
+            (
+                "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch",
+                "aa",
+            ),
+            ("llama.cpp/0002-tests.patch", "bb"),
+        ]);
+        let l = patch_level(&s, &series());
+        assert_eq!((l.tiles, l.current, l.of), (Tiles::Current, 2, 2));
+    }
+
+    #[test]
+    fn an_older_tiles_patch_and_a_missing_one_are_told_apart() {
+        let s = stamp(&[(
+            "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch",
+            "zz",
+        )]);
+        let l = patch_level(&s, &series());
+        assert_eq!((l.tiles, l.current), (Tiles::Older, 0));
+        assert!(l.lines.iter().any(|x| x.contains("older revision")));
+        let l = patch_level(&stamp(&[]), &series());
+        assert_eq!(l.tiles, Tiles::Missing);
+        assert!(l.lines.iter().all(|x| x.ends_with("not applied")));
+    }
+
+    #[test]
+    fn the_embedded_series_has_the_tiles_patch() {
+        assert!(rvl_series()
+            .iter()
+            .any(|(n, _)| n.ends_with(TILES_PATCH_SUFFIX)));
+    }
+
+    #[test]
+    fn prefixes_order_by_their_numbers_not_their_text() {
+        assert!(version_key("llama.cpp-0.3.36-rvl1") > version_key("llama.cpp-0.3.9-rvl2"));
+        assert!(version_key("llama.cpp-0.3.36-rvl2") > version_key("llama.cpp-0.3.36-rvl1"));
+    }
+
+    #[test]
+    fn list_devices_keeps_only_the_device_lines() {
+        let out = "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = Mali-G610 MC4 (panvk) | uma: 1\nAvailable devices:\n  Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)\n\nggml_vulkan: done\n";
+        assert_eq!(
+            parse_list_devices(out),
+            vec!["Vulkan0: Mali-G610 MC4 (7936 MiB, 7936 MiB free)"]
+        );
+        assert!(parse_list_devices("Available devices:\n").is_empty());
+        assert!(parse_list_devices("error: unknown argument\n").is_empty());
+    }
+
+    #[test]
+    fn launch_env_adds_the_icd_the_runtime_dir_and_the_panvk_index_but_keeps_the_users_own() {
+        use crate::inventory::Env;
+        use crate::vulkan::info::{DeviceInfo, VulkanProbe, DRIVER_ID_MESA_PANVK};
+        let mut inv = Inventory::default();
+        assert!(launch_env(&inv).is_empty());
+        inv.llama.rvl_icd = true;
+        inv.llama.xdg_fallback = Some("/run/user/1000".into());
+        let cpu = DeviceInfo {
+            name: "llvmpipe".into(),
+            ..Default::default()
+        };
+        let gpu = DeviceInfo {
+            name: "Mali-G610 MC4".into(),
+            driver_id: DRIVER_ID_MESA_PANVK.into(),
+            ..Default::default()
+        };
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![cpu, gpu],
+        });
+        let env = launch_env(&inv);
+        assert_eq!(
+            env.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("GGML_VK_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                (
+                    "VK_DRIVER_FILES".to_string(),
+                    crate::setup::paths::ICD_FILE.to_string()
+                ),
+                ("XDG_RUNTIME_DIR".to_string(), "/run/user/1000".to_string()),
+            ]
+        );
+        inv.env = Env::from_pairs([
+            ("VK_ICD_FILENAMES", "/x.json"),
+            ("XDG_RUNTIME_DIR", "/run/user/7"),
+            ("GGML_VK_VISIBLE_DEVICES", "0"),
+        ]);
+        assert!(launch_env(&inv).is_empty());
+    }
+}

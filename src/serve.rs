@@ -1,0 +1,185 @@
+//! `rvl serve MODEL.gguf [-- EXTRA]`: start rvl's `llama-server` with the settings that work on
+//! panvk. The plan is pure ([`plan`]): the newest complete build from rvl's prefix, the
+//! environment rvl's stack needs ([`crate::llama::launch_env`]), the ubatch the build
+//! survives. The verb gathers the same inventory doctor does, refuses when doctor's blocking
+//! checks fail, prints the command line, and then (without `--print`) execs it, so signals and
+//! the exit status are llama-server's own.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+
+use crate::doctor::checks;
+use crate::doctor::context::Context;
+use crate::doctor::finding::{Finding, Status};
+use crate::error::Error;
+use crate::host::{self, Root};
+use crate::inventory::Inventory;
+use crate::llama::{self, Tiles};
+use crate::manifest::Manifest;
+use crate::output::{escape_control, Outcome, Style};
+use crate::profile::Profiles;
+use crate::settings::Settings;
+use crate::shell::quote;
+use crate::{cli, exit};
+
+/// The checks whose failure means llama-server cannot use the GPU at all: no driver bound, no
+/// firmware for it, no panvk ICD for the loader, no render node to open. Warnings (an older
+/// Mesa, XDG_RUNTIME_DIR, the boot default) do not stop it; neither do kernel or board, whose
+/// failures show up in these.
+pub const BLOCKING: &[&str] = &["gpu-driver", "firmware", "vulkan-icd", "render-node"];
+
+/// Tokens per ubatch with rvl's tiles patch: llama.cpp's own default, fastest on the board.
+const UBATCH_PATCHED: u32 = 512;
+/// Without the patch, the largest ubatch panvk (Mesa ≤ 26.1) survives.
+const UBATCH_STOCK: u32 = 64;
+
+#[derive(Debug, serde::Serialize)]
+pub struct ServeOutcome {
+    /// The whole command line, shell-quoted, environment assignments first. Not `command`:
+    /// the envelope's `command` is the verb, and the body is flattened beside it.
+    pub command_line: String,
+    /// The variables rvl sets (the rest of the environment is rvl's own, passed on).
+    pub env: BTreeMap<String, String>,
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+}
+
+impl Outcome for ServeOutcome {
+    fn exit_code(&self) -> i32 {
+        exit::OK
+    }
+
+    fn human(&self, _style: Style) -> String {
+        format!("{}\n", escape_control(&self.command_line))
+    }
+}
+
+/// The command for `model` on this inventory, or why there is none.
+pub fn plan(inv: &Inventory, model: &str, extra: &[String]) -> anyhow::Result<ServeOutcome> {
+    let Some(inst) = llama::newest(&inv.llama) else {
+        return Err(Error::Refused(format!(
+            "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: sudo rvl setup --only llama-cpp",
+            llama::PREFIX_PARENT,
+            llama::PREFIX_NAME,
+            crate::setup::paths::BUILD_STAMP
+        ))
+        .into());
+    };
+    if !inst.server_executable {
+        return Err(Error::Refused(format!(
+            "{} is missing or not executable; fix: sudo rm -rf {} && sudo rvl setup --only llama-cpp",
+            inst.server(),
+            quote(&inst.prefix)
+        ))
+        .into());
+    }
+    let stamp = inst.stamp.as_ref().expect("newest() has a stamp");
+    // Issue 12 wants "the fastest ubatch that did not fail in the last saved smoke-bench
+    // --gguf run" first; that sweep and its saved result do not exist yet, so the build alone
+    // decides: any revision of the tiles patch keeps the large tile from spilling.
+    let ubatch = match llama::patch_level(stamp, &llama::rvl_series()).tiles {
+        Tiles::Missing => UBATCH_STOCK,
+        Tiles::Current | Tiles::Older => UBATCH_PATCHED,
+    };
+    let mut argv = vec![
+        inst.server(),
+        "--model".to_string(),
+        model.to_string(),
+        // Every layer on the GPU: prefill is what panvk is for.
+        "--n-gpu-layers".to_string(),
+        "999".to_string(),
+        "--ubatch-size".to_string(),
+        ubatch.to_string(),
+    ];
+    argv.extend(extra.iter().cloned());
+    let env = llama::launch_env(inv);
+    let command_line = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .chain(argv.iter().map(|a| quote(a).into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(ServeOutcome {
+        command_line,
+        env,
+        argv,
+    })
+}
+
+/// The blocking checks that fail, as "id: summary (fix: …)".
+pub fn blocking_failures(ctx: &Context) -> Vec<String> {
+    BLOCKING
+        .iter()
+        .filter_map(|id| checks::by_id(id))
+        .map(|c| (c.run)(ctx))
+        .filter(|f: &Finding| f.status == Status::Fail)
+        .map(|f| match &f.fix {
+            Some(fix) => format!("{}: {} (fix: {fix})", f.id, f.summary),
+            None => format!("{}: {}", f.id, f.summary),
+        })
+        .collect()
+}
+
+pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOutcome> {
+    let root = Root::open_dir(&args.system.root)?;
+    // Another system's binaries are never run here: under --root there is only the command.
+    if !root.is_live() && !args.print {
+        return Err(Error::Usage(
+            "--root: rvl serve only prints another system's command; add --print".into(),
+        )
+        .into());
+    }
+    let profiles = Profiles::load(args.system.profiles.as_deref())?;
+    let manifest = Manifest::builtin();
+    let dt = host::devicetree::read(&root);
+    let chosen = profiles.choose(
+        args.system.board.as_deref(),
+        dt.as_ref().map(|d| d.compatible.as_slice()),
+    )?;
+    let env = if root.is_live() {
+        settings.env.clone()
+    } else {
+        host::env::from_image(&root)
+    };
+    let inv = host::gather(
+        &root,
+        &env,
+        &host::GatherOptions {
+            firmware: chosen
+                .map(|(p, _)| p.gpu.firmware.as_str())
+                .unwrap_or(crate::doctor::DEFAULT_FIRMWARE),
+            live: true,
+            // The panvk device's index for GGML_VK_VISIBLE_DEVICES (live only).
+            vulkan: chosen.is_some(),
+            vulkan_library: settings.vars.vulkan_library.as_deref(),
+            llama_devices: false,
+        },
+    );
+    let ctx = Context {
+        inv: &inv,
+        profile: chosen.map(|(p, _)| p),
+        source: chosen.map(|(_, s)| s),
+        manifest: &manifest,
+        no_vulkan: false,
+    };
+    let failing = blocking_failures(&ctx);
+    if !failing.is_empty() {
+        return Err(Error::Refused(format!(
+            "refusing to start llama-server: doctor's blocking checks fail:\n  {}\n(rvl doctor shows the details)",
+            failing.join("\n  ")
+        ))
+        .into());
+    }
+    let model = args.model.to_string_lossy();
+    let out = plan(&inv, &model, &args.extra)?;
+    if args.print {
+        return Ok(out);
+    }
+    crate::output::print_text(&out.human(settings.style));
+    // exec replaces rvl: llama-server gets the terminal, the signals and the exit status.
+    let err = std::process::Command::new(&out.argv[0])
+        .args(&out.argv[1..])
+        .envs(&out.env)
+        .exec();
+    Err(Error::Tool(format!("cannot run {}: {err}", out.argv[0])).into())
+}

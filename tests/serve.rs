@@ -1,0 +1,155 @@
+//! `rvl serve`: the llama-server command rvl builds from its prefix, on fixture roots (always
+//! `--print`: a foreign root's binaries are never run).
+
+mod common;
+
+use common::{plant_llama, rvl, Fixture, Rvl};
+use rvl::exit;
+
+const PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
+const SERVER: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-server";
+
+fn serve(fx: &Fixture, extra: &[&str]) -> Rvl {
+    rvl(&["serve", "--print"])
+        .root(fx)
+        .arg("/models/qwen 3b.gguf")
+        .args(extra)
+}
+
+/// boltzmann-mainline (every blocking check passes) with rvl's ICD installed.
+fn ready_root() -> Fixture {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.write(
+        "etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+        fx.read("usr/share/vulkan/icd.d/panfrost_icd.aarch64.json"),
+    );
+    fx
+}
+
+#[test]
+fn print_gives_the_exact_command_line_with_rvls_icd_and_the_patched_ubatch() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let out = serve(&fx, &["--", "--port", "8080", "--alias", "a b"])
+        .run()
+        .expect_code(exit::OK);
+    assert_eq!(
+        out.stdout(),
+        format!(
+            "VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json {SERVER} --model '/models/qwen 3b.gguf' --n-gpu-layers 999 --ubatch-size 512 --port 8080 --alias 'a b'\n"
+        )
+    );
+}
+
+#[test]
+fn json_gives_command_env_and_argv_and_leaves_out_what_only_a_live_system_knows() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let doc = serve(&fx, &[])
+        .arg("--json")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(doc["command"], "serve");
+    assert_eq!(
+        doc["command_line"],
+        format!("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json {SERVER} --model '/models/qwen 3b.gguf' --n-gpu-layers 999 --ubatch-size 512")
+    );
+    assert_eq!(
+        doc["env"],
+        serde_json::json!({"VK_DRIVER_FILES": "/etc/vulkan/icd.d/rvl_panvk.aarch64.json"}),
+        "under --root: no XDG_RUNTIME_DIR guess, no GGML_VK_VISIBLE_DEVICES (no Vulkan probe)"
+    );
+    assert_eq!(
+        doc["argv"],
+        serde_json::json!([
+            SERVER,
+            "--model",
+            "/models/qwen 3b.gguf",
+            "--n-gpu-layers",
+            "999",
+            "--ubatch-size",
+            "512"
+        ])
+    );
+}
+
+#[test]
+fn a_build_without_the_tiles_patch_gets_ubatch_64_and_no_icd_means_no_vk_driver_files() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    plant_llama(&fx, PREFIX, false);
+    let out = serve(&fx, &[]).run().expect_code(exit::OK);
+    assert_eq!(
+        out.stdout(),
+        format!("{SERVER} --model '/models/qwen 3b.gguf' --n-gpu-layers 999 --ubatch-size 64\n")
+    );
+}
+
+#[test]
+fn the_newest_complete_prefix_is_used() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    plant_llama(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl2", true);
+    // Newer still, but unfinished (no stamp): not a build.
+    fx.write("opt/rvl/llama.cpp-0.3.40-rvl1/bin/llama-server", "");
+    let out = serve(&fx, &[]).run().expect_code(exit::OK);
+    assert!(
+        out.stdout()
+            .contains(" /opt/rvl/llama.cpp-0.3.36-rvl2/bin/llama-server "),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_missing_prefix_is_refused_with_the_setup_fix() {
+    let fx = ready_root();
+    let out = serve(&fx, &[]).run().expect_code(exit::PROBLEMS);
+    assert!(out.stdout().is_empty(), "{out}");
+    for needle in [
+        "rvl's llama.cpp is not installed",
+        "sudo rvl setup --only llama-cpp",
+    ] {
+        assert!(out.stderr().contains(needle), "{needle:?}: {out}");
+    }
+    let doc = serve(&fx, &[])
+        .arg("--json")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
+    assert_eq!(doc["error"]["kind"], "refused");
+}
+
+#[test]
+fn failing_blocking_checks_refuse_and_name_each_with_its_fix() {
+    let fx = Fixture::copy("boltzmann-vendor-kbase");
+    plant_llama(&fx, PREFIX, true);
+    let out = serve(&fx, &[]).run().expect_code(exit::PROBLEMS);
+    assert!(out.stdout().is_empty(), "{out}");
+    for needle in [
+        "refusing to start llama-server",
+        "gpu-driver:",
+        "firmware:",
+        "vulkan-icd:",
+        "(fix: ",
+    ] {
+        assert!(out.stderr().contains(needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
+fn a_foreign_root_is_never_run_only_printed() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let marker = fx.join("ran");
+    fx.write(
+        &format!("{}/bin/llama-server", &PREFIX[1..]),
+        format!("#!/bin/sh\ntouch {}\n", marker.display()),
+    );
+    let out = rvl(&["serve"])
+        .root(&fx)
+        .arg("m.gguf")
+        .run()
+        .expect_code(exit::USAGE);
+    assert!(out.stderr().contains("add --print"), "{out}");
+    assert!(!marker.exists());
+}
