@@ -221,6 +221,16 @@ impl Profiles {
         }
     }
 
+    /// [`Profiles::choose`] with the device tree read from `root`.
+    pub fn choose_for(
+        &self,
+        board: Option<&str>,
+        root: &crate::host::Root,
+    ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
+        let dt = crate::host::devicetree::read(root);
+        self.choose(board, dt.as_ref().map(|d| d.compatible.as_slice()))
+    }
+
     /// The profile for this run: `--board ID` when given (an unknown id is a usage error that
     /// lists the known ones), else detection from the device tree's `compatible` list.
     pub fn choose(

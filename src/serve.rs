@@ -131,16 +131,8 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     }
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = Manifest::builtin();
-    let dt = host::devicetree::read(&root);
-    let chosen = profiles.choose(
-        args.system.board.as_deref(),
-        dt.as_ref().map(|d| d.compatible.as_slice()),
-    )?;
-    let env = if root.is_live() {
-        settings.env.clone()
-    } else {
-        host::env::from_image(&root)
-    };
+    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let env = host::env::for_root(&root, &settings.env);
     let inv = host::gather(
         &root,
         &env,

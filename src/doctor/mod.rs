@@ -27,11 +27,7 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
     let root = Root::open_dir(&args.system.root)?;
-    let dt = host::devicetree::read(&root);
-    let chosen = profiles.choose(
-        args.system.board.as_deref(),
-        dt.as_ref().map(|d| d.compatible.as_slice()),
-    )?;
+    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
     let (profile, source) = (chosen.map(|(p, _)| p), chosen.map(|(_, s)| s));
     // Loading Vulkan costs hundreds of milliseconds: only when the check will use it.
     let wants_vulkan =
@@ -41,11 +37,7 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
         !args.no_vulkan && profile.is_some() && selected.iter().any(|c| c.id == "llama-cpp");
     // A foreign root is another system: its login environment, not this shell's, decides
     // what its Vulkan loader reads.
-    let env = if root.is_live() {
-        settings.env.clone()
-    } else {
-        host::env::from_image(&root)
-    };
+    let env = host::env::for_root(&root, &settings.env);
     let inv = host::gather(
         &root,
         &env,

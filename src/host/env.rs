@@ -44,6 +44,17 @@ pub const IMAGE_FILES: &str = "etc/environment, etc/environment.d/*.conf, etc/pr
 /// `/etc/environment`, then `/etc/environment.d/*.conf`, then the simple `export NAME=VALUE`
 /// lines of `/etc/profile.d/*.sh` (sorted; a value that needs expansion is skipped). Under a
 /// foreign `--root` the checks use this, never the environment of the shell running rvl.
+/// The environment the checks judge: this process's on the live system; under a foreign
+/// `--root`, the image's own login environment ([`from_image`]), since that is what its Vulkan
+/// loader will read.
+pub fn for_root(root: &super::Root, process: &Env) -> Env {
+    if root.is_live() {
+        process.clone()
+    } else {
+        from_image(root)
+    }
+}
+
 pub fn from_image(root: &super::Root) -> Env {
     let mut vars: Vec<(String, String)> = Vec::new();
     let mut read = |path: &str| {

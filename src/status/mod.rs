@@ -23,18 +23,10 @@ pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<Status
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
     let root = Root::open_dir(&args.system.root)?;
-    let dt = host::devicetree::read(&root);
-    let chosen = profiles.choose(
-        args.system.board.as_deref(),
-        dt.as_ref().map(|d| d.compatible.as_slice()),
-    )?;
+    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
     let profile = chosen.map(|(p, _)| p);
     // As doctor does: a foreign root's own login environment decides its Vulkan loader's view.
-    let env = if root.is_live() {
-        settings.env.clone()
-    } else {
-        host::env::from_image(&root)
-    };
+    let env = host::env::for_root(&root, &settings.env);
     let inv = host::gather(
         &root,
         &env,
