@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use common::http::sha256_hex;
-use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Artifacts};
+use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Board};
 use common::{fixture_dir, fixture_file, have_dtc, rvl, setup, Fixture, Output};
 use rvl::exit;
 
@@ -16,20 +16,7 @@ const MAINLINE: &str = "7.0.0-rc3-marfrit-A1";
 /// rvl's overlay for the CoolPi CM5 boards (ampere), as installed.
 const CM5_OVERLAY: &str = "rvl-rk3588-coolpi-cm5-gpu";
 
-/// A copy of a setup fixture root and the test manifest (firmware served on loopback).
-struct Board {
-    fx: Fixture,
-    a: Artifacts,
-}
-
 impl Board {
-    fn new(fixture: &str) -> Board {
-        Board {
-            fx: Fixture::copy(fixture),
-            a: artifacts(&firmware_bytes(), None, &[]),
-        }
-    }
-
     fn root(&self) -> &Path {
         self.fx.path()
     }

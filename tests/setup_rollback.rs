@@ -6,26 +6,14 @@ mod common;
 
 use std::process::Command;
 
-use common::roots::{artifacts, firmware_bytes, Artifacts};
-use common::{fixture_dir, setup, Fixture, Output};
+use common::roots::Board;
+use common::{fixture_dir, setup, Output};
 use rvl::exit;
 
 const UBOOT_MENU: &str = "boltzmann-uboot-menu";
 const VENDOR_KERNEL: &str = "boot/vmlinuz-6.1.75-npu-port";
 
-struct Board {
-    fx: Fixture,
-    a: Artifacts,
-}
-
 impl Board {
-    fn new(fixture: &str) -> Board {
-        Board {
-            fx: Fixture::copy(fixture),
-            a: artifacts(&firmware_bytes(), None, &[]),
-        }
-    }
-
     /// `rvl setup ARGS` as `user` under sudo.
     fn run_as(&self, user: &str, args: &[&str]) -> Output {
         setup(&self.fx, &self.a.manifest)

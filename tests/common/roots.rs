@@ -308,3 +308,18 @@ pub fn plant_llama(fx: &Fixture, prefix: &str, patched: bool) {
         serde_json::to_vec_pretty(&stamp).unwrap(),
     );
 }
+
+/// A copy of a setup fixture root and the test manifest (firmware served on loopback).
+pub struct Board {
+    pub fx: Fixture,
+    pub a: Artifacts,
+}
+
+impl Board {
+    pub fn new(fixture: &str) -> Board {
+        Board {
+            fx: Fixture::copy(fixture),
+            a: artifacts(&firmware_bytes(), None, &[]),
+        }
+    }
+}
