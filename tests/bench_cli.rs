@@ -132,6 +132,10 @@ fn human_run_prints_progress_on_stderr() {
         .expect_code(exit::OK);
     assert!(out.stderr().contains("smoke-bench: device"), "{out}");
     assert!(out.stdout().contains("rvl smoke-bench"), "{out}");
+    assert!(
+        out.stdout().contains("GEMMs), quick run"),
+        "the size in words: {out}"
+    );
     // "N command buffer(s)" agrees with N (the tiny model records one: "1 command buffer").
     let mut seen = 0;
     for line in out.stderr().lines() {

@@ -17,6 +17,17 @@ pub enum Size {
     Full,
 }
 
+impl Size {
+    /// The word the human output uses ("quick run"), as the flag spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Size::Quick => "quick",
+            Size::Default => "default",
+            Size::Full => "full",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub model: &'static Model,

@@ -41,11 +41,11 @@ fn header(o: &mut String, r: &Report, style: Style) {
     let d = &r.device;
     let _ = writeln!(
         o,
-        "{} {} ({} GFLOP/token in GEMMs), {:?} run",
+        "{} {} ({} GFLOP/token in GEMMs), {} run",
         style.bold("rvl smoke-bench:"),
         r.model.model.name,
         fmt_rate(r.model.gflop_per_token),
-        r.size
+        r.size.word()
     );
     let _ = writeln!(
         o,
