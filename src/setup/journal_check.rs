@@ -46,6 +46,8 @@ pub fn touches(path: &str) -> Option<Touch> {
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,
+        paths::LLAMA_WRAPPERS[0].0,
+        paths::LLAMA_WRAPPERS[1].0,
     ];
     let edited_files = [
         paths::GROUP_FILE,
