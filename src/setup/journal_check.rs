@@ -233,6 +233,8 @@ mod tests {
             "/usr/lib/firmware/arm/mali/arch10.8/mali_csffw.bin",
             "/boot/dtbo/rk3588-panthor.dtbo.disabled",
             "/boot/initrd.img-7.0.0",
+            "/usr/local/bin/rvl-llama-server",
+            "/usr/local/bin/rvl-llama-bench",
         ] {
             assert_eq!(touches(owned), Some(Touch::Owns), "{owned}");
         }
@@ -250,8 +252,20 @@ mod tests {
             "/etc/u-boot-menu/conf.d",
             "/etc/vulkan",
             "/lib/firmware/arm",
+            "/usr/local/bin",
+            "/usr/local",
         ] {
             assert_eq!(touches(dir), Some(Touch::Dir), "{dir}");
+        }
+        // Only the two wrappers: nothing else on PATH is setup's to restore or delete.
+        for other in [
+            "/usr/local/bin/llama-server",
+            "/usr/local/bin/rvl-llama-cli",
+            "/usr/local/bin/rvl-llama-server.bak",
+            "/usr/bin/rvl-llama-server",
+            "/usr/local/bin/rvl-llama-bench/x",
+        ] {
+            assert_eq!(touches(other), None, "{other}");
         }
         for never in [
             "/",

@@ -865,6 +865,18 @@ mod tests {
     }
 
     #[test]
+    fn a_quote_in_the_prefix_stays_inside_the_wrappers_one_exec_word() {
+        let w = llama_wrapper("/opt/rvl/llama.cpp-1'; reboot; '", "llama-server");
+        assert!(
+            w.ends_with(
+                "exec '/opt/rvl/llama.cpp-1'\\''; reboot; '\\''/bin/llama-server' \"$@\"\n"
+            ),
+            "{w}"
+        );
+        assert!(w.starts_with("#!/bin/sh\n"), "{w}");
+    }
+
+    #[test]
     fn icd_points_into_the_prefix() {
         let j: serde_json::Value = serde_json::from_str(&icd_json("/opt/rvl/mesa-1-rvl1")).unwrap();
         assert_eq!(
