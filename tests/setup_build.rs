@@ -372,6 +372,42 @@ fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_the
 }
 
 #[test]
+fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
+    let cmake = LLAMA_CMAKE.replace("if(LLAMA_BUILD_TESTS)", "if(FALSE)");
+    let tarball = tar_xz(&[
+        ("llama.cpp-b9999/CMakeLists.txt", &cmake, 0o644),
+        (
+            "llama.cpp-b9999/main.c",
+            "int main(void) { return 0; }\n",
+            0o644,
+        ),
+    ]);
+    let a = artifacts(
+        &firmware_bytes(),
+        None,
+        &[(
+            "llama.cpp",
+            "b9999",
+            "llama.cpp-b9999.tar.xz",
+            &tarball,
+            "llama.cpp-b9999",
+            "cmake",
+        )],
+    );
+    let fx = Fixture::copy("boltzmann-extlinux");
+    let none = tempfile::tempdir().unwrap();
+    let before = snapshot(fx.path());
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .arg("--yes")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stderr("step llama-cpp failed")
+        .expect_stderr("the build made no test-backend-ops");
+    assert_same(&before, &snapshot(fx.path()));
+}
+
+#[test]
 fn a_wrapper_removed_by_hand_is_planned_again_without_rebuilding() {
     let (fx, a) = with_llama();
     let none = tempfile::tempdir().unwrap(); // no series: the stand-in is not llama.cpp

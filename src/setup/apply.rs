@@ -629,6 +629,9 @@ fn install_build_only(
         let data = fs::read(&host).map_err(|e| format!("cannot read {}: {e}", host.display()))?;
         let dest = to_dir.join(name);
         let shown = root.join(&dest);
+        if fs::symlink_metadata(&shown).is_ok_and(|m| m.is_file()) {
+            continue; // a newer release installs it itself
+        }
         let mut file = fsops::create_file(root, &dest)
             .map_err(|e| format!("cannot create {}: {e}", shown.display()))?;
         file.write_all(&data)
