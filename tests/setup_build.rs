@@ -91,17 +91,25 @@ fn mesa_tarball() -> Vec<u8> {
     ])
 }
 
+/// The stand-in llama.cpp's CMakeLists.txt: like the real one it puts executables in
+/// `<build>/bin/`, installs llama-bench and llama-server, and builds test-backend-ops only with
+/// `LLAMA_BUILD_TESTS=ON` and never installs it.
+const LLAMA_CMAKE: &str = "cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
+     option(GGML_VULKAN \"\" OFF)\noption(LLAMA_BUILD_TESTS \"\" OFF)\n\
+     if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
+     set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n\
+     add_executable(llama-bench main.c)\nadd_executable(llama-server main.c)\n\
+     install(TARGETS llama-bench llama-server)\n\
+     if(LLAMA_BUILD_TESTS)\n  add_executable(test-backend-ops main.c)\nendif()\n";
+
 fn llama_tarball() -> Vec<u8> {
     tar_xz(&[
+        ("llama.cpp-b9999/CMakeLists.txt", LLAMA_CMAKE, 0o644),
         (
-            "llama.cpp-b9999/CMakeLists.txt",
-            "cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
-             option(GGML_VULKAN \"\" OFF)\n\
-             if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
-             add_executable(llama-cli main.c)\ninstall(TARGETS llama-cli)\n",
+            "llama.cpp-b9999/main.c",
+            "int main(void) { return 0; }\n",
             0o644,
         ),
-        ("llama.cpp-b9999/main.c", "int main(void) { return 0; }\n", 0o644),
     ])
 }
 
@@ -238,10 +246,8 @@ fn an_empty_or_missing_series_builds_the_plain_release() {
     assert!(stamp.contains("\"patches\": []"), "{stamp}");
 }
 
-#[test]
-fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
-    let fx = Fixture::copy("boltzmann-extlinux");
-    let tarball = llama_tarball();
+/// The stand-in llama.cpp and a manifest pinning it, served on loopback.
+fn with_llama() -> (Fixture, Artifacts) {
     let a = artifacts(
         &firmware_bytes(),
         None,
@@ -249,11 +255,22 @@ fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
             "llama.cpp",
             "b9999",
             "llama.cpp-b9999.tar.xz",
-            &tarball,
+            &llama_tarball(),
             "llama.cpp-b9999",
             "cmake",
         )],
     );
+    (Fixture::copy("boltzmann-extlinux"), a)
+}
+
+const WRAPPERS: [(&str, &str); 2] = [
+    ("usr/local/bin/rvl-llama-server", "llama-server"),
+    ("usr/local/bin/rvl-llama-bench", "llama-bench"),
+];
+
+#[test]
+fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
+    let (fx, a) = with_llama();
     let p = tempfile::tempdir().unwrap();
     fs::create_dir_all(p.path().join("llama.cpp")).unwrap();
     fs::write(
@@ -266,10 +283,150 @@ fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
         .env("RVL_PATCHES_DIR", p.path())
         .run()
         .expect_code(exit::OK);
-    let bin = fs::read(fx.join(LLAMA_PREFIX).join("bin/llama-cli")).unwrap();
-    assert!(contains(&bin, b"mali-small-tiles"));
+    for bin in ["llama-bench", "llama-server", "test-backend-ops"] {
+        let exe = fs::read(fx.join(LLAMA_PREFIX).join("bin").join(bin)).unwrap();
+        assert!(contains(&exe, b"mali-small-tiles"), "{bin} lacks the patch");
+    }
     let log = fx.read("var/lib/rvl/logs/llama.cpp-b9999.log");
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
+    assert!(log.contains("-DLLAMA_BUILD_TESTS=ON"), "{log}");
+}
+
+#[test]
+fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_them_all() {
+    use std::os::unix::fs::PermissionsExt;
+    let (fx, a) = with_llama();
+    let none = tempfile::tempdir().unwrap(); // no series: the stand-in is not llama.cpp
+    let root = fx.path();
+    let before = snapshot(root);
+    let v = boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .args(&["--dry-run", "--json"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    let plan = v["plan"].to_string();
+    for needle in [
+        "/usr/local/bin/rvl-llama-server",
+        "/usr/local/bin/rvl-llama-bench",
+        "-DLLAMA_BUILD_TESTS=ON",
+    ] {
+        assert!(plan.contains(needle), "{needle} not in the plan: {plan}");
+    }
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .arg("--dry-run")
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout("rvl-llama-server")
+        .expect_stdout("test-backend-ops");
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .arg("--yes")
+        .run()
+        .expect_code(exit::OK);
+    let test_ops = root.join(LLAMA_PREFIX).join("bin/test-backend-ops");
+    assert_eq!(
+        fs::metadata(&test_ops).unwrap().permissions().mode() & 0o7777,
+        0o755
+    );
+    for (wrapper, bin) in WRAPPERS {
+        let path = root.join(wrapper);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            0o755,
+            "{wrapper}"
+        );
+        let text = fx.read(wrapper);
+        assert!(text.starts_with("#!/bin/sh\n"), "{text}");
+        assert!(
+            text.contains(&format!("exec /{LLAMA_PREFIX}/bin/{bin} \"$@\"\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json"),
+            "{text}"
+        );
+        let syntax = std::process::Command::new("sh")
+            .arg("-n")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(syntax.success(), "{wrapper} is not valid sh");
+    }
+    // A second plan is empty: wrappers and build are in place.
+    let again = boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .args(&["--dry-run", "--json"])
+        .run()
+        .stdout_json();
+    assert!(
+        again["plan"]["steps"].as_array().unwrap().is_empty(),
+        "{again}"
+    );
+    setup(&fx, &a.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK);
+    assert_same(&before, &snapshot(root));
+}
+
+#[test]
+fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
+    let cmake = LLAMA_CMAKE.replace("if(LLAMA_BUILD_TESTS)", "if(FALSE)");
+    let tarball = tar_xz(&[
+        ("llama.cpp-b9999/CMakeLists.txt", &cmake, 0o644),
+        (
+            "llama.cpp-b9999/main.c",
+            "int main(void) { return 0; }\n",
+            0o644,
+        ),
+    ]);
+    let a = artifacts(
+        &firmware_bytes(),
+        None,
+        &[(
+            "llama.cpp",
+            "b9999",
+            "llama.cpp-b9999.tar.xz",
+            &tarball,
+            "llama.cpp-b9999",
+            "cmake",
+        )],
+    );
+    let fx = Fixture::copy("boltzmann-extlinux");
+    let none = tempfile::tempdir().unwrap();
+    let before = snapshot(fx.path());
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .arg("--yes")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stderr("step llama-cpp failed")
+        .expect_stderr("the build made no test-backend-ops");
+    assert_same(&before, &snapshot(fx.path()));
+}
+
+#[test]
+fn a_wrapper_removed_by_hand_is_planned_again_without_rebuilding() {
+    let (fx, a) = with_llama();
+    let none = tempfile::tempdir().unwrap(); // no series: the stand-in is not llama.cpp
+    boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .arg("--yes")
+        .run()
+        .expect_code(exit::OK);
+    fs::remove_file(fx.path().join(WRAPPERS[1].0)).unwrap();
+    let v = boltzmann(&fx, &a.manifest, "llama-cpp")
+        .env("RVL_PATCHES_DIR", none.path())
+        .args(&["--dry-run", "--json"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    let plan = v["plan"].to_string();
+    assert!(plan.contains("/usr/local/bin/rvl-llama-bench"), "{plan}");
+    assert!(!plan.contains("rvl-llama-server"), "{plan}");
+    assert!(!plan.contains("build-source"), "{plan}");
 }
 
 #[test]
@@ -312,10 +469,7 @@ fn sdist() -> Vec<u8> {
     let tar = roots::tar(&[
         (
             "llama_cpp_python-0.3.36/vendor/llama.cpp/CMakeLists.txt",
-            b"cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
-             option(GGML_VULKAN \"\" OFF)\n\
-             if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
-             add_executable(llama-cli main.c)\ninstall(TARGETS llama-cli)\n",
+            LLAMA_CMAKE.as_bytes(),
             0o644,
         ),
         (
@@ -468,7 +622,7 @@ fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
         .run()
         .expect_code(exit::OK);
     let root = t.fx.path();
-    assert!(root.join(PIP_PREFIX).join("bin/llama-cli").is_file());
+    assert!(root.join(PIP_PREFIX).join("bin/llama-server").is_file());
     let log = t.fx.read("var/lib/rvl/logs/llama.cpp-0.3.36.log");
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
     assert!(log.contains("vendor/llama.cpp"), "{log}");

@@ -578,12 +578,69 @@ fn build_source(
             })).collect::<Vec<_>>(),
             "options": s.options,
         });
+        install_build_only(
+            &root,
+            &work_at.join("build/bin"),
+            &staged_at.join("bin"),
+            s.project,
+        )
+        .map_err(|e| Error::Tool(format!("{label}: {e} (log: {})", log_path.display())))?;
+        for bin in steps::required_binaries(s.project) {
+            if !staged.join("bin").join(bin).is_file() {
+                return Err(Error::Tool(format!(
+                    "{label}: the build installed no bin/{bin} into {} (log: {})",
+                    s.prefix,
+                    log_path.display()
+                ))
+                .into());
+            }
+        }
         write_stamp(&staged, &stamp)?;
         txn.install_tree(&staged_at, s.prefix, step)
     })();
     let _ = fsops::remove_all(&root, &stage_at);
     let _ = fsops::remove_all(&root, &work_at);
     result
+}
+
+/// Copy what the build made but `cmake --install` leaves out (llama.cpp's test-backend-ops)
+/// from the build's `bin/` into the staged prefix's `bin/`, 0755. Both are in-root paths in
+/// setup's own work and stage directories; a link at either name is refused, not followed.
+fn install_build_only(
+    root: &Root,
+    from_dir: &Path,
+    to_dir: &Path,
+    project: &str,
+) -> Result<(), String> {
+    let names = steps::build_only_binaries(project);
+    if names.is_empty() {
+        return Ok(());
+    }
+    fsops::create_dirs(root, to_dir)
+        .map_err(|e| format!("cannot create {}: {e}", root.join(to_dir).display()))?;
+    for name in names {
+        let host = root.join(from_dir.join(name));
+        if !fs::symlink_metadata(&host).is_ok_and(|m| m.is_file()) {
+            return Err(format!(
+                "the build made no {name} (looked for {})",
+                host.display()
+            ));
+        }
+        let data = fs::read(&host).map_err(|e| format!("cannot read {}: {e}", host.display()))?;
+        let dest = to_dir.join(name);
+        let shown = root.join(&dest);
+        if fs::symlink_metadata(&shown).is_ok_and(|m| m.is_file()) {
+            continue; // a newer release installs it itself
+        }
+        let mut file = fsops::create_file(root, &dest)
+            .map_err(|e| format!("cannot create {}: {e}", shown.display()))?;
+        file.write_all(&data)
+            .and_then(|()| {
+                file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            })
+            .map_err(|e| format!("cannot write {}: {e}", shown.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

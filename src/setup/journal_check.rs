@@ -46,6 +46,8 @@ pub fn touches(path: &str) -> Option<Touch> {
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,
+        paths::LLAMA_WRAPPERS[0].0,
+        paths::LLAMA_WRAPPERS[1].0,
     ];
     let edited_files = [
         paths::GROUP_FILE,
@@ -231,6 +233,8 @@ mod tests {
             "/usr/lib/firmware/arm/mali/arch10.8/mali_csffw.bin",
             "/boot/dtbo/rk3588-panthor.dtbo.disabled",
             "/boot/initrd.img-7.0.0",
+            "/usr/local/bin/rvl-llama-server",
+            "/usr/local/bin/rvl-llama-bench",
         ] {
             assert_eq!(touches(owned), Some(Touch::Owns), "{owned}");
         }
@@ -248,8 +252,20 @@ mod tests {
             "/etc/u-boot-menu/conf.d",
             "/etc/vulkan",
             "/lib/firmware/arm",
+            "/usr/local/bin",
+            "/usr/local",
         ] {
             assert_eq!(touches(dir), Some(Touch::Dir), "{dir}");
+        }
+        // Only the two wrappers: nothing else on PATH is setup's to restore or delete.
+        for other in [
+            "/usr/local/bin/llama-server",
+            "/usr/local/bin/rvl-llama-cli",
+            "/usr/local/bin/rvl-llama-server.bak",
+            "/usr/bin/rvl-llama-server",
+            "/usr/local/bin/rvl-llama-bench/x",
+        ] {
+            assert_eq!(touches(other), None, "{other}");
         }
         for never in [
             "/",

@@ -226,7 +226,9 @@ fn gather(
         paths::PROFILE_D_FILE,
     ]
     .map(String::from)
-    .to_vec();
+    .into_iter()
+    .chain(paths::LLAMA_WRAPPERS.map(|(w, _)| w.to_string()))
+    .collect();
     let probe = SetupProbe {
         texts,
         links: paths::ARMBIAN_BOOT_LINKS.map(String::from).to_vec(),

@@ -21,6 +21,12 @@ pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
 pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
 /// Login shells (ssh) read this.
 pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";
+/// Wrappers on PATH for rvl's llama.cpp build (the `llama-cpp` step writes them; each execs
+/// the prefix's binary of the same name with rvl's ICD picked, as `rvl serve` does).
+pub const LLAMA_WRAPPERS: [(&str, &str); 2] = [
+    ("/usr/local/bin/rvl-llama-server", "llama-server"),
+    ("/usr/local/bin/rvl-llama-bench", "llama-bench"),
+];
 /// The links Armbian boots through, which the `kernel` step may repoint.
 pub const ARMBIAN_BOOT_LINKS: [&str; 3] = ["/boot/Image", "/boot/uInitrd", "/boot/dtb"];
 /// Revision of rvl's build of a pinned source; bump when the patch series or options change,

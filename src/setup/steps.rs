@@ -7,7 +7,7 @@ use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
     prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
-    GSHADOW_FILE, ICD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
+    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -27,12 +27,55 @@ pub const MESA_OPTIONS: &[&str] = &[
     "-Dllvm=disabled",
     "-Dvideo-codecs=",
 ];
-/// llama.cpp with the Vulkan backend and nothing that needs the network.
+/// llama.cpp with the Vulkan backend and nothing that needs the network: the tools
+/// (llama-bench and llama-server, which `cmake --install` installs) and the tests, for
+/// test-backend-ops (the patch series' cases are run with it on the board).
 pub const LLAMA_OPTIONS: &[&str] = &[
     "-DGGML_VULKAN=ON",
     "-DLLAMA_CURL=OFF",
-    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_TOOLS=ON",
+    "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_TESTS=ON",
 ];
+/// Binaries llama.cpp's build leaves in `<build>/bin/` that `cmake --install` does not
+/// install; setup copies them into the prefix's `bin/` itself.
+pub const LLAMA_BUILD_ONLY_BINARIES: &[&str] = &["test-backend-ops"];
+/// What rvl's llama.cpp prefix must have in `bin/` once installed (a build lacking one fails).
+pub const LLAMA_BINARIES: &[&str] = &["llama-bench", "llama-server", "test-backend-ops"];
+
+/// Binaries a project's build leaves behind that setup copies into the prefix itself.
+pub fn build_only_binaries(project: &str) -> &'static [&'static str] {
+    if project == "llama.cpp" {
+        LLAMA_BUILD_ONLY_BINARIES
+    } else {
+        &[]
+    }
+}
+
+/// Binaries the installed prefix must have in `bin/`.
+pub fn required_binaries(project: &str) -> &'static [&'static str] {
+    if project == "llama.cpp" {
+        LLAMA_BINARIES
+    } else {
+        &[]
+    }
+}
+
+/// A wrapper on PATH (`/usr/local/bin/rvl-llama-server`): execs `<prefix>/bin/<binary>` with
+/// rvl's ICD picked when setup installed one and the user chose no ICD themselves (the rule
+/// `rvl serve` follows), so the distro's panfrost ICD is not picked by accident.
+pub fn llama_wrapper(prefix: &str, binary: &str) -> String {
+    let exe = crate::shell::quote(&format!("{prefix}/bin/{binary}")).into_owned();
+    format!(
+        "#!/bin/sh\n\
+         # Written by rvl setup (llama-cpp step); `rvl setup --rollback` removes it.\n\
+         if [ -z \"${DRIVER_FILES_VAR}\" ] && [ -z \"$VK_ICD_FILENAMES\" ] && [ -e {ICD_FILE} ]; then\n\
+         \x20 {DRIVER_FILES_VAR}={ICD_FILE}\n\
+         \x20 export {DRIVER_FILES_VAR}\n\
+         fi\n\
+         exec {exe} \"$@\"\n"
+    )
+}
 
 /// What building panvk from the Mesa tarball needs on Debian (shown if configure fails).
 pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-packaging libdrm-dev libexpat1-dev zlib1g-dev glslang-tools bison flex libelf-dev";
@@ -759,7 +802,31 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Ok(out);
     };
     let prefix = prefix_for("llama.cpp", &src.version);
+    // Planned even when the build is there, so a removed or stale wrapper comes back.
+    let wrappers: Vec<Action> = LLAMA_WRAPPERS
+        .iter()
+        .filter_map(|(path, binary)| {
+            write(
+                path,
+                ctx.facts.file(path),
+                llama_wrapper(&prefix, binary),
+                0o755,
+            )
+        })
+        .collect();
+    let names = LLAMA_WRAPPERS.map(|(p, _)| p).join(" and ");
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
+        if !wrappers.is_empty() {
+            let missing: Vec<&str> = wrappers
+                .iter()
+                .filter_map(|w| match w {
+                    Action::WriteFile { path, .. } => Some(path.as_str()),
+                    _ => None,
+                })
+                .collect();
+            out.summary = format!("put {} on PATH for {prefix}", missing.join(" and "));
+            out.actions.extend(wrappers);
+        }
         return Ok(out);
     }
     if src.build != BuildSystem::Cmake {
@@ -767,13 +834,15 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
     }
     let patches = patch_names(ctx, "llama.cpp");
     out.summary = format!(
-        "build llama.cpp {} with Vulkan ({} patch{}) into {prefix}",
+        "build llama.cpp {} with Vulkan ({} patch{}; {}) into {prefix}, and put {names} on PATH",
         src.version,
         patches.len(),
-        if patches.len() == 1 { "" } else { "es" }
+        if patches.len() == 1 { "" } else { "es" },
+        LLAMA_BINARIES.join(", ")
     );
     out.actions
         .push(build_action("llama.cpp", src, LLAMA_OPTIONS, patches));
+    out.actions.extend(wrappers);
     Ok(out)
 }
 
@@ -793,6 +862,18 @@ mod tests {
         let two = add_to_group_line(&new, "render", "bob").unwrap();
         assert!(two.contains("render:x:105:alice,bob\n"));
         assert_eq!(add_to_group_line("video:x:44:\n", "render", "a"), None);
+    }
+
+    #[test]
+    fn a_quote_in_the_prefix_stays_inside_the_wrappers_one_exec_word() {
+        let w = llama_wrapper("/opt/rvl/llama.cpp-1'; reboot; '", "llama-server");
+        assert!(
+            w.ends_with(
+                "exec '/opt/rvl/llama.cpp-1'\\''; reboot; '\\''/bin/llama-server' \"$@\"\n"
+            ),
+            "{w}"
+        );
+        assert!(w.starts_with("#!/bin/sh\n"), "{w}");
     }
 
     #[test]
