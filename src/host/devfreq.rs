@@ -175,7 +175,10 @@ Total transition : 11
     #[test]
     fn a_trans_stat_without_rows_or_time_is_none_and_junk_lines_are_skipped() {
         assert_eq!(parse_trans_stat(""), None);
-        assert_eq!(parse_trans_stat("     From  :   To\nTotal transition : 0\n"), None);
+        assert_eq!(
+            parse_trans_stat("     From  :   To\nTotal transition : 0\n"),
+            None
+        );
         let t = parse_trans_stat("garbage\n*500: x 7\n 600: 1 2\n").unwrap();
         assert_eq!(t.time_ms, vec![(500, 7), (600, 2)]);
         assert_eq!(t.current, Some(500));

@@ -27,7 +27,10 @@ pub fn check(ctx: &Context) -> Finding {
     let Some(df) = inv.gpu.devfreq.iter().find(|d| d.device == gpu.name) else {
         return Finding::skip(
             ID,
-            format!("{} has no devfreq node (clock not scaled by the kernel)", gpu.name),
+            format!(
+                "{} has no devfreq node (clock not scaled by the kernel)",
+                gpu.name
+            ),
         );
     };
     judge(df)
@@ -112,7 +115,10 @@ fn judge(df: &Devfreq) -> Finding {
     }
     // The governor that scales on load; performance would also reach the top, but pins it.
     let scaling = if df.available_governors.is_empty()
-        || df.available_governors.iter().any(|g| g == "simple_ondemand")
+        || df
+            .available_governors
+            .iter()
+            .any(|g| g == "simple_ondemand")
     {
         "simple_ondemand"
     } else {
@@ -198,11 +204,14 @@ mod tests {
         let mut df = node("userspace", 1_000_000_000);
         let f = judge(&df);
         assert_eq!(f.status, Status::Warn, "{f:?}");
-        assert!(f.summary.contains("pins the GPU at 300 MHz"), "{}", f.summary);
-        assert!(f
-            .fix
-            .unwrap()
-            .starts_with("echo simple_ondemand | sudo tee /sys/class/devfreq/fb000000.gpu/governor"));
+        assert!(
+            f.summary.contains("pins the GPU at 300 MHz"),
+            "{}",
+            f.summary
+        );
+        assert!(f.fix.unwrap().starts_with(
+            "echo simple_ondemand | sudo tee /sys/class/devfreq/fb000000.gpu/governor"
+        ));
         df.target_freq = Some(1_000_000_000);
         assert_eq!(judge(&df).status, Status::Pass);
     }
@@ -212,8 +221,12 @@ mod tests {
         let df = node("powersave", 600_000_000);
         let f = judge(&df);
         assert_eq!(f.status, Status::Warn);
-        assert!(f.summary.contains("capped at 600 MHz, below the top OPP 1000 MHz"));
-        assert!(f.summary.contains("powersave holds the GPU at min_freq (300 MHz)"));
+        assert!(f
+            .summary
+            .contains("capped at 600 MHz, below the top OPP 1000 MHz"));
+        assert!(f
+            .summary
+            .contains("powersave holds the GPU at min_freq (300 MHz)"));
         let fix = f.fix.unwrap();
         assert!(fix.contains("echo 1000000000 | sudo tee /sys/class/devfreq/fb000000.gpu/max_freq"));
         assert!(fix.contains("&& echo simple_ondemand"));
@@ -229,12 +242,14 @@ mod tests {
         });
         let f = judge(&df);
         assert_eq!(f.status, Status::Pass);
-        assert!(f
-            .evidence
-            .iter()
-            .any(|e| e == "trans_stat: at the top OPP (1000 MHz) 25.0 % of 10.0 s, 4 transitions"),
+        assert!(
+            f.evidence
+                .iter()
+                .any(|e| e
+                    == "trans_stat: at the top OPP (1000 MHz) 25.0 % of 10.0 s, 4 transitions"),
             "{:?}",
-            f.evidence);
+            f.evidence
+        );
     }
 
     #[test]
