@@ -69,6 +69,9 @@ pub struct GpuFacts {
     pub devices: Vec<PlatformGpu>,
     /// kbase's character device.
     pub dev_mali0: bool,
+    /// devfreq nodes of these devices (clock scaling; panthor registers one per GPU).
+    #[serde(default)]
+    pub devfreq: Vec<crate::host::devfreq::Devfreq>,
 }
 
 impl GpuFacts {

@@ -154,10 +154,16 @@ const SCENARIOS: &[Scenario] = &[
             ("xdg-runtime-dir", "skip"),
             ("boot-default", "pass"),
             ("vulkan-device", "skip"),
+            ("gpu-clock", "pass"),
             ("llama-cpp", "warn"),
         ],
         says: &[
             ("firmware", "summary", &["2026 LTS", "interface v1.5.0"]),
+            (
+                "gpu-clock",
+                "summary",
+                &["top OPP 1000 MHz", "simple_ondemand"],
+            ),
             ("llama-cpp", "summary", &["no llama.cpp installed by rvl"]),
             (
                 "llama-cpp",
@@ -298,6 +304,24 @@ const SCENARIOS: &[Scenario] = &[
         code: exit::PROBLEMS,
         statuses: &[],
         says: &[("board", "summary", &["no device tree"])],
+    },
+    // boltzmann-mainline with max_freq written down to 600 MHz.
+    Scenario {
+        root: "gpu-clock-capped",
+        code: exit::OK,
+        statuses: &[("gpu-driver", "pass"), ("gpu-clock", "warn")],
+        says: &[
+            (
+                "gpu-clock",
+                "summary",
+                &["max_freq is capped at 600 MHz, below the top OPP 1000 MHz"],
+            ),
+            (
+                "gpu-clock",
+                "fix",
+                &["echo 1000000000 | sudo tee /sys/class/devfreq/fb000000.gpu/max_freq"],
+            ),
+        ],
     },
     // Armbian's BSP panthor device is found by its compatible; renderD128 is the display
     // controller, panthor's node is renderD129.
@@ -1038,4 +1062,56 @@ fn the_llama_patched_fixture_stamp_matches_the_patches_this_rvl_embeds() {
         stamp(fx.path())["patches"],
         "rerun tests/fixtures/make-roots.sh"
     );
+}
+
+const GPU_DEVFREQ: &str = "sys/devices/platform/fb000000.gpu/devfreq/fb000000.gpu";
+
+fn gpu_clock(fx: &Fixture) -> Value {
+    let doc = report(doctor(fx.path()).args(&["--only", "gpu-clock"]), exit::OK);
+    check(&doc, "gpu-clock").clone()
+}
+
+#[test]
+fn gpu_clock_warns_when_the_powersave_governor_holds_the_gpu_at_its_lowest_opp() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.write(&format!("{GPU_DEVFREQ}/governor"), "powersave\n");
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["governor powersave holds the GPU at min_freq (300 MHz)"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["echo simple_ondemand | sudo tee /sys/class/devfreq/fb000000.gpu/governor"],
+    );
+}
+
+#[test]
+fn gpu_clock_evidence_gives_the_time_share_at_the_top_opp_from_trans_stat() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    let doc = report(doctor(fx.path()).args(&["--only", "gpu-clock"]), exit::OK);
+    let ev = check(&doc, "gpu-clock")["evidence"].to_string();
+    says(
+        &ev,
+        &[
+            "at the top OPP (1000 MHz) 38.5 % of 100.0 s, 8 transitions",
+            "governor simple_ondemand",
+        ],
+    );
+    // The inventory carries the node as plain data.
+    assert_eq!(
+        doc["inventory"]["gpu"]["devfreq"][0]["max_freq"], 1_000_000_000u64,
+        "{:#}",
+        doc["inventory"]["gpu"]
+    );
+}
+
+#[test]
+fn gpu_clock_skips_without_a_devfreq_node() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.remove("sys/class/devfreq");
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "skip", "{c:#}");
+    says(c["summary"].as_str().unwrap(), &["has no devfreq node"]);
 }

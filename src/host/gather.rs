@@ -69,11 +69,16 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         .config
         .as_ref()
         .is_some_and(|c| c.get("CONFIG_DRM_PANTHOR") == "y");
+    let gpus = sysfs::platform_gpus(root);
     let mut inv = Inventory {
         live,
         devicetree: devicetree::read(root),
         gpu: GpuFacts {
-            devices: sysfs::platform_gpus(root),
+            devfreq: gpus
+                .iter()
+                .filter_map(|g| super::devfreq::read(root, &g.name))
+                .collect(),
+            devices: gpus,
             dev_mali0: root.symlink_metadata("/dev/mali0").is_ok()
                 || root.exists("/sys/class/misc/mali0"),
         },

@@ -6,6 +6,7 @@ use super::finding::Finding;
 mod board;
 mod boot;
 mod firmware;
+mod gpu_clock;
 mod gpu_driver;
 pub(crate) mod kernel;
 mod llama_cpp;
@@ -66,6 +67,11 @@ pub const ALL: &[Check] = &[
         id: "vulkan-device",
         title: "panvk device through the Vulkan loader (live only)",
         run: vulkan_device::check,
+    },
+    Check {
+        id: "gpu-clock",
+        title: "panthor's devfreq: max_freq and governor can reach the top OPP",
+        run: gpu_clock::check,
     },
     Check {
         id: "llama-cpp",
