@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -197,20 +198,35 @@ fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
     );
     assert!(!root.join("opt/rvl/.stage-mesa-26.1.6-rvl1").exists());
     assert!(!root.join("var/lib/rvl/work").join("mesa-26.1.6").exists());
-    // Second plan empty; the tarball is served once (cached).
-    let v = boltzmann(&fx, &a.manifest, "mesa,icd")
+    // Rollback removes the prefix, /opt/rvl and the ICD files.
+    second_plan_is_empty_and_rollback_restores(&fx, &a.manifest, "mesa,icd", p.path(), &before);
+    // The tarball was served once (the second plan used the cache).
+    assert_eq!(a.server.hits("/src/mesa-26.1.6.tar.xz"), 1);
+}
+
+/// After an apply: a second plan of `only` lists nothing, and `--rollback` brings the root
+/// back to `before` byte for byte.
+fn second_plan_is_empty_and_rollback_restores(
+    fx: &Fixture,
+    manifest: &Path,
+    only: &str,
+    patches: &Path,
+    before: &BTreeMap<String, roots::Node>,
+) {
+    let again = boltzmann(fx, manifest, only)
         .args(&["--dry-run", "--json"])
-        .env("RVL_PATCHES_DIR", p.path())
+        .env("RVL_PATCHES_DIR", patches)
         .run()
         .stdout_json();
-    assert!(v["plan"]["steps"].as_array().unwrap().is_empty(), "{v}");
-    assert_eq!(a.server.hits("/src/mesa-26.1.6.tar.xz"), 1);
-    // Rollback removes the prefix, /opt/rvl and the ICD files.
-    setup(&fx, &a.manifest)
+    assert!(
+        again["plan"]["steps"].as_array().unwrap().is_empty(),
+        "{again}"
+    );
+    setup(fx, manifest)
         .arg("--rollback")
         .run()
         .expect_code(exit::OK);
-    assert_same(&before, &snapshot(root));
+    assert_same(before, &snapshot(fx.path()));
 }
 
 #[test]
@@ -354,21 +370,8 @@ fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_the
             .unwrap();
         assert!(syntax.success(), "{wrapper} is not valid sh");
     }
-    // A second plan is empty: wrappers and build are in place.
-    let again = boltzmann(&fx, &a.manifest, "llama-cpp")
-        .env("RVL_PATCHES_DIR", none.path())
-        .args(&["--dry-run", "--json"])
-        .run()
-        .stdout_json();
-    assert!(
-        again["plan"]["steps"].as_array().unwrap().is_empty(),
-        "{again}"
-    );
-    setup(&fx, &a.manifest)
-        .arg("--rollback")
-        .run()
-        .expect_code(exit::OK);
-    assert_same(&before, &snapshot(root));
+    // A second plan is empty (wrappers and build in place); rollback removes all of it.
+    second_plan_is_empty_and_rollback_restores(&fx, &a.manifest, "llama-cpp", none.path(), &before);
 }
 
 #[test]
