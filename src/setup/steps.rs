@@ -189,16 +189,13 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
                 e.set_default(&label);
                 diff(ubootmenu::EXTLINUX_CONF, Some(text), &e.render())
             });
-            out.actions.push(Action::RunTool {
-                tool: "u-boot-update".into(),
-                args: vec![],
-                changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+            out.actions.push(u_boot_update(
                 preview,
-                verify: Some(Verify::ExtlinuxDefaultBoots {
+                Some(Verify::ExtlinuxDefaultBoots {
                     path: ubootmenu::EXTLINUX_CONF.into(),
                     release: release.into(),
                 }),
-            });
+            ));
         }
         Some(BootLayout::Extlinux) => {
             if boots_target {
@@ -270,6 +267,17 @@ fn boot_mainline_fix(ctx: &Ctx) -> String {
     }
 }
 
+/// u-boot-menu's `u-boot-update`, which regenerates extlinux.conf from its configuration.
+fn u_boot_update(preview: Option<String>, verify: Option<Verify>) -> Action {
+    Action::RunTool {
+        tool: "u-boot-update".into(),
+        args: vec![],
+        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
+        preview,
+        verify,
+    }
+}
+
 pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
     // The kernel that boots after this plan: the mainline one when the kernel step runs (and
@@ -326,13 +334,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         from: dtbo.clone(),
                         to: format!("{dtbo}.disabled"),
                     });
-                    out.actions.push(Action::RunTool {
-                        tool: "u-boot-update".into(),
-                        args: vec![],
-                        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
-                        preview: None,
-                        verify: None,
-                    });
+                    out.actions.push(u_boot_update(None, None));
                 }
                 // kbase is on, and not by an overlay setup knows how to switch off: the
                 // vendor device tree itself gives kbase the GPU.
@@ -469,13 +471,7 @@ fn enable_gpu(ctx: &Ctx) -> Planned {
                 ));
             }
             if !out.actions.is_empty() {
-                out.actions.push(Action::RunTool {
-                    tool: "u-boot-update".into(),
-                    args: vec![],
-                    changes: vec![ubootmenu::EXTLINUX_CONF.into()],
-                    preview: None,
-                    verify: None,
-                });
+                out.actions.push(u_boot_update(None, None));
             }
         }
         Some(BootLayout::Extlinux) => {
