@@ -137,9 +137,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         &root,
         &env,
         &host::GatherOptions {
-            firmware: chosen
-                .map(|(p, _)| p.gpu.firmware.as_str())
-                .unwrap_or(crate::doctor::DEFAULT_FIRMWARE),
+            firmware: crate::doctor::firmware_for(chosen.map(|(p, _)| p)),
             live: true,
             // The panvk device's index for GGML_VK_VISIBLE_DEVICES (live only).
             vulkan: chosen.is_some(),

@@ -8,7 +8,7 @@ pub mod report;
 use crate::error::Error;
 use crate::host::{self, Root};
 use crate::manifest::Manifest;
-use crate::profile::Profiles;
+use crate::profile::{Profile, Profiles};
 use crate::settings::Settings;
 use crate::{cli, exit};
 
@@ -17,7 +17,14 @@ use finding::{Finding, Status};
 pub use report::DoctorOutcome;
 
 /// G610's firmware, used when no profile says otherwise (e.g. an x86 host).
-pub const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
+const DEFAULT_FIRMWARE: &str = "arm/mali/arch10.8/mali_csffw.bin";
+
+/// The firmware file the inventory looks for: the profile's, else the G610's.
+pub fn firmware_for(profile: Option<&Profile>) -> &str {
+    profile
+        .map(|p| p.gpu.firmware.as_str())
+        .unwrap_or(DEFAULT_FIRMWARE)
+}
 
 pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<DoctorOutcome> {
     if args.list_checks {
@@ -42,9 +49,7 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
         &root,
         &env,
         &host::GatherOptions {
-            firmware: profile
-                .map(|p| p.gpu.firmware.as_str())
-                .unwrap_or(DEFAULT_FIRMWARE),
+            firmware: firmware_for(profile),
             live: true,
             vulkan: wants_vulkan,
             // The loader smoke-bench uses too (RVL_VULKAN_LIBRARY when set).

@@ -31,9 +31,7 @@ pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<Status
         &root,
         &env,
         &host::GatherOptions {
-            firmware: profile
-                .map(|p| p.gpu.firmware.as_str())
-                .unwrap_or(doctor::DEFAULT_FIRMWARE),
+            firmware: doctor::firmware_for(profile),
             // Status reads files only: no ioctls, no Vulkan loader.
             live: false,
             vulkan: false,
