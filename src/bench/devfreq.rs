@@ -14,24 +14,20 @@ pub struct Devfreq {
     pub governor: Option<String>,
 }
 
-/// The first devfreq device whose name contains "gpu", if any is readable.
+/// The first devfreq device whose name contains "gpu", if any is readable. The node is read
+/// by [`crate::host::devfreq`] (the doctor's `gpu-clock` reader); the report keeps its own
+/// three fields so saved results stay comparable.
 pub fn read(root: &Root) -> Option<Devfreq> {
-    let base = "sys/class/devfreq";
-    let names = root.list_dir(base).ok()?;
+    let names = root.list_dir("/sys/class/devfreq").ok()?;
     let name = names
         .into_iter()
         .find(|n| n.to_lowercase().contains("gpu"))?;
-    let field = |f: &str| {
-        root.read_capped(format!("{base}/{name}/{f}"), 4096)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
+    let node = crate::host::devfreq::read(root, &name)?;
     Some(Devfreq {
-        cur_freq_hz: field("cur_freq").and_then(|s| s.parse().ok()),
-        max_freq_hz: field("max_freq").and_then(|s| s.parse().ok()),
-        governor: field("governor"),
-        device: name,
+        cur_freq_hz: node.cur_freq,
+        max_freq_hz: node.max_freq,
+        governor: node.governor,
+        device: node.device,
     })
 }
 
