@@ -116,6 +116,11 @@ fn input(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 
 /// Run `parse` on `cases()` inputs from `seed_dir`; a panic or a slow input fails the test.
 fn fuzz(seed_dir: &str, parse: impl Fn(&[u8])) {
+    fuzz_seeds(seed_dir, seeds(seed_dir), parse);
+}
+
+/// [`fuzz`] with the seeds given (`name` labels the run).
+fn fuzz_seeds(name: &str, seeds: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
     let mut runner = TestRunner::new(Config {
         cases: cases(),
         failure_persistence: None,
@@ -123,19 +128,15 @@ fn fuzz(seed_dir: &str, parse: impl Fn(&[u8])) {
     });
     let started = Instant::now();
     runner
-        .run(&input(seeds(seed_dir)), |bytes| {
+        .run(&input(seeds), |bytes| {
             let t = Instant::now();
             parse(&bytes);
             let took = t.elapsed();
             prop_assert!(took < PER_INPUT, "{} bytes took {took:?}", bytes.len());
             Ok(())
         })
-        .unwrap_or_else(|e| panic!("fuzz {seed_dir}: {e}"));
-    eprintln!(
-        "fuzz {seed_dir}: {} cases in {:?}",
-        cases(),
-        started.elapsed()
-    );
+        .unwrap_or_else(|e| panic!("fuzz {name}: {e}"));
+    eprintln!("fuzz {name}: {} cases in {:?}", cases(), started.elapsed());
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -259,29 +260,13 @@ fn fuzz_initramfs() {
     for p in &plain {
         all.extend(compressed_variants(p));
     }
-    let mut runner = TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
+    fuzz_seeds("initramfs", all, |bytes| {
+        let _ = initramfs::find_any_capped(
+            Cursor::new(bytes.to_vec()),
+            |n| n.ends_with("mali_csffw.bin"),
+            INITRAMFS_CAP,
+        );
     });
-    let started = Instant::now();
-    runner
-        .run(&input(all), |bytes| {
-            let t = Instant::now();
-            let _ = initramfs::find_any_capped(
-                Cursor::new(bytes.clone()),
-                |n| n.ends_with("mali_csffw.bin"),
-                INITRAMFS_CAP,
-            );
-            prop_assert!(t.elapsed() < PER_INPUT, "{} bytes", bytes.len());
-            Ok(())
-        })
-        .unwrap_or_else(|e| panic!("fuzz initramfs: {e}"));
-    eprintln!(
-        "fuzz initramfs: {} cases in {:?}",
-        cases(),
-        started.elapsed()
-    );
 }
 
 #[test]
