@@ -201,6 +201,25 @@ impl ManifestFile {
     }
 }
 
+/// panvk manifests the user's environment hides from the loader, with why.
+pub fn hidden_panvk<'a>(icd: &'a IcdFacts, env: &Env) -> Vec<(&'a str, String)> {
+    icd.manifests
+        .iter()
+        .filter(|m| m.panvk())
+        .filter_map(|m| filtered_out(env, &m.path).map(|why| (m.path.as_str(), why)))
+        .collect()
+}
+
+/// panvk manifests the loader will load: not hidden, and their library exists. Exactly one is
+/// the healthy case (doctor's `vulkan-icd`).
+pub fn usable_panvk<'a>(icd: &'a IcdFacts, env: &Env) -> Vec<&'a ManifestFile> {
+    icd.manifests
+        .iter()
+        .filter(|m| m.panvk() && m.library_found.is_some())
+        .filter(|m| filtered_out(env, &m.path).is_none())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

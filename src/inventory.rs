@@ -29,6 +29,9 @@ pub struct Inventory {
     /// rvl's llama.cpp builds and any stock llama-server.
     #[serde(default)]
     pub llama: LlamaFacts,
+    /// rvl's Mesa (panvk) builds.
+    #[serde(default)]
+    pub mesa: MesaFacts,
     /// Facts only a running system can give (ioctls, access checks, Vulkan); empty otherwise.
     pub live_facts: LiveFacts,
 }
@@ -392,6 +395,27 @@ impl LlamaInstall {
     pub fn bench(&self) -> String {
         format!("{}/bin/llama-bench", self.prefix)
     }
+}
+
+/// rvl's Mesa builds under /opt/rvl (gathered by [`crate::host::mesa`]; `vulkan-icd` and
+/// `vulkan-device` tell rvl's patched panvk from a stock one by the stamp of the prefix the
+/// active ICD's library lives in).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MesaFacts {
+    /// Newest version first (complete or not: the stamp says).
+    pub installs: Vec<BuildInstall>,
+}
+
+/// An install prefix and its build stamp.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInstall {
+    /// In-root prefix, e.g. `/opt/rvl/mesa-26.2.4-rvl1`.
+    pub prefix: String,
+    /// The build stamp setup writes last; None: the build never finished.
+    pub stamp: Option<LlamaStamp>,
+    /// Why the stamp is there but could not be read or parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp_error: Option<String>,
 }
 
 /// What setup's `share/rvl/build.json` holds (the fields doctor reads).

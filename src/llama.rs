@@ -21,81 +21,16 @@ pub fn version_key(name: &str) -> Vec<u64> {
         .collect()
 }
 
-/// How a build's patches compare with rvl's series for llama.cpp.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PatchLevel {
-    /// The tiles patch is in the build, byte for byte the one this rvl carries.
-    pub tiles: Tiles,
-    /// Patches of this rvl's series found in the build with the same bytes.
-    pub current: usize,
-    /// The series' length.
-    pub of: usize,
-    /// One line per patch of the build or the series: `name: …`.
-    pub lines: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tiles {
-    Current,
-    /// In the build, but another revision than this rvl's.
-    Older,
-    Missing,
-}
+pub use crate::patchlevel::{Key as Tiles, PatchLevel};
 
 /// rvl's series for llama.cpp, as (name, sha256), from the copy embedded in the binary.
 pub fn rvl_series() -> Vec<(String, String)> {
-    crate::setup::patches::series("llama.cpp", None)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| (p.name.clone(), crate::digest::sha256_hex(&p.data)))
-        .collect()
+    crate::patchlevel::rvl_series("llama.cpp")
 }
 
-fn base(name: &str) -> &str {
-    name.rsplit('/').next().unwrap_or(name)
-}
-
+/// The build's level against `series`; its key patch is the Mali tiles patch.
 pub fn patch_level(stamp: &LlamaStamp, series: &[(String, String)]) -> PatchLevel {
-    let in_build = |n: &str| stamp.patches.iter().find(|p| base(&p.name) == base(n));
-    let mut lines = Vec::new();
-    let mut current = 0;
-    for (name, sha) in series {
-        let line = match in_build(name) {
-            Some(p) if &p.sha256 == sha => {
-                current += 1;
-                "applied"
-            }
-            Some(_) => "applied, an older revision",
-            None => "not applied",
-        };
-        lines.push(format!("{}: {line}", base(name)));
-    }
-    for p in &stamp.patches {
-        if !series.iter().any(|(n, _)| base(n) == base(&p.name)) {
-            lines.push(format!(
-                "{}: applied, not in this rvl's series",
-                base(&p.name)
-            ));
-        }
-    }
-    let tiles_build = stamp
-        .patches
-        .iter()
-        .find(|p| base(&p.name).ends_with(TILES_PATCH_SUFFIX));
-    let tiles_series = series
-        .iter()
-        .find(|(n, _)| base(n).ends_with(TILES_PATCH_SUFFIX));
-    let tiles = match (tiles_build, tiles_series) {
-        (None, _) => Tiles::Missing,
-        (Some(b), Some((_, sha))) if &b.sha256 != sha => Tiles::Older,
-        (Some(_), _) => Tiles::Current,
-    };
-    PatchLevel {
-        tiles,
-        current,
-        of: series.len(),
-        lines,
-    }
+    crate::patchlevel::level(&stamp.patches, series, TILES_PATCH_SUFFIX)
 }
 
 /// The install `rvl serve` runs and doctor judges: the newest with a build stamp.
@@ -109,7 +44,7 @@ pub fn patched(facts: &LlamaFacts) -> Option<&LlamaInstall> {
     newest(facts).filter(|i| {
         i.stamp
             .as_ref()
-            .is_some_and(|s| patch_level(s, &rvl_series()).tiles != Tiles::Missing)
+            .is_some_and(|s| patch_level(s, &rvl_series()).key != Tiles::Missing)
     })
 }
 
@@ -164,59 +99,6 @@ pub fn launch_env(inv: &Inventory) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::StampPatch;
-
-    fn stamp(patches: &[(&str, &str)]) -> LlamaStamp {
-        LlamaStamp {
-            project: "llama.cpp".into(),
-            version: "0.3.36".into(),
-            source_sha256: String::new(),
-            patches: patches
-                .iter()
-                .map(|(n, s)| StampPatch {
-                    name: n.to_string(),
-                    sha256: s.to_string(),
-                })
-                .collect(),
-        }
-    }
-
-    fn series() -> Vec<(String, String)> {
-        vec![
-            (
-                "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch".into(),
-                "aa".into(),
-            ),
-            ("llama.cpp/0002-tests.patch".into(), "bb".into()),
-        ]
-    }
-
-    #[test]
-    fn a_build_with_the_whole_series_is_at_the_current_level() {
-        let s = stamp(&[
-            (
-                "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch",
-                "aa",
-            ),
-            ("llama.cpp/0002-tests.patch", "bb"),
-        ]);
-        let l = patch_level(&s, &series());
-        assert_eq!((l.tiles, l.current, l.of), (Tiles::Current, 2, 2));
-    }
-
-    #[test]
-    fn an_older_tiles_patch_and_a_missing_one_are_told_apart() {
-        let s = stamp(&[(
-            "llama.cpp/0001-vulkan-mali-non-spilling-matmul-tiles.patch",
-            "zz",
-        )]);
-        let l = patch_level(&s, &series());
-        assert_eq!((l.tiles, l.current), (Tiles::Older, 0));
-        assert!(l.lines.iter().any(|x| x.contains("older revision")));
-        let l = patch_level(&stamp(&[]), &series());
-        assert_eq!(l.tiles, Tiles::Missing);
-        assert!(l.lines.iter().all(|x| x.ends_with("not applied")));
-    }
 
     #[test]
     fn the_embedded_series_has_the_tiles_patch() {

@@ -13,6 +13,8 @@ use crate::error::Error;
 const BUILTIN: &str = include_str!("../firmware-manifest/manifest.yaml");
 const BUILTIN_NAME: &str = "firmware-manifest/manifest.yaml (built in)";
 pub const SCHEMA: u32 = 1;
+/// The most a source archive without a pinned `size` may download to (Mesa's tarball is 69 MB).
+pub const SOURCE_MAX_SIZE: u64 = 512 << 20;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -79,11 +81,19 @@ pub struct Source {
     /// Where the archive comes from.
     #[serde(flatten)]
     pub origin: Origin,
-    pub size: u64,
+    /// None: no source gives the archive's length (Mesa's release notes give only digests);
+    /// the sha256 alone pins it and the download is capped at [`SOURCE_MAX_SIZE`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
     pub sha256: String,
     /// Directory inside the archive that holds the tree to build.
     pub tree: String,
     pub build: BuildSystem,
+    /// For a Vulkan driver: the `api_version` its own build writes into its ICD manifest
+    /// (Mesa: `vk_icd_gen.py --api-version 1.4` with the tree's vk.xml header version), which
+    /// rvl's ICD manifest repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vulkan_api: Option<String>,
     pub licence: String,
     pub provenance: String,
 }
@@ -124,12 +134,24 @@ struct RawSource {
     url: Option<String>,
     #[serde(default)]
     pip: Option<PipSource>,
-    size: u64,
+    #[serde(default)]
+    size: Option<u64>,
     sha256: String,
     tree: String,
     build: BuildSystem,
+    #[serde(default)]
+    vulkan_api: Option<String>,
     licence: String,
     provenance: String,
+}
+
+/// "1.4.354": three dot-separated numbers, as Vulkan versions are written.
+fn is_vulkan_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 impl TryFrom<RawSource> for Source {
@@ -140,6 +162,10 @@ impl TryFrom<RawSource> for Source {
             (Some(url), None) => Origin::Url(url),
             (None, Some(pip)) => {
                 check_pip(&pip).map_err(|e| format!("source `{}`: pip: {e}", r.id))?;
+                // pip reports no length before it has fetched the whole file: the pin must.
+                if r.size.is_none() {
+                    return Err(format!("source `{}`: a pip source needs `size`", r.id));
+                }
                 Origin::Pip(pip)
             }
             (Some(_), Some(_)) => {
@@ -155,6 +181,12 @@ impl TryFrom<RawSource> for Source {
                 ))
             }
         };
+        if let Some(v) = r.vulkan_api.as_deref().filter(|v| !is_vulkan_version(v)) {
+            return Err(format!(
+                "source `{}`: vulkan_api must be MAJOR.MINOR.PATCH (e.g. 1.4.354), got `{v}`",
+                r.id
+            ));
+        }
         Ok(Source {
             id: r.id,
             version: r.version,
@@ -163,6 +195,7 @@ impl TryFrom<RawSource> for Source {
             sha256: r.sha256,
             tree: r.tree,
             build: r.build,
+            vulkan_api: r.vulkan_api,
             licence: r.licence,
             provenance: r.provenance,
         })
@@ -279,7 +312,7 @@ impl Manifest {
                     Origin::Url(url) => Some(url),
                     Origin::Pip(_) => None,
                 };
-                (&s.id, &s.sha256, s.size, url)
+                (&s.id, &s.sha256, s.size.unwrap_or(SOURCE_MAX_SIZE), url)
             }))
             .chain(
                 self.prebuilt
@@ -505,12 +538,28 @@ mod tests {
 
     #[test]
     fn a_mesa_version_with_a_quote_or_a_parent_dir_is_refused() {
-        for bad in [r#"26.1.6\", \"x"#, "../../../usr"] {
-            let text = BUILTIN.replace("version: \"26.1.6\"", &format!("version: \"{bad}\""));
+        for bad in [r#"26.2.4\", \"x"#, "../../../usr"] {
+            let text = BUILTIN.replace("version: \"26.2.4\"", &format!("version: \"{bad}\""));
             assert_ne!(text, BUILTIN);
             let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
             assert!(msg.starts_with("m.yaml: source `mesa`: version"), "{msg}");
         }
+    }
+
+    #[test]
+    fn a_source_without_a_size_is_pinned_by_its_sha256_but_a_pip_one_needs_its_size() {
+        let m = Manifest::parse(BUILTIN, "m.yaml").unwrap();
+        let mesa = m.source("mesa").unwrap();
+        assert_eq!(mesa.size, None);
+        assert_eq!(mesa.vulkan_api.as_deref(), Some("1.4.354"));
+        let text = BUILTIN.replace("    size: 76589250\n", "");
+        assert_ne!(text, BUILTIN);
+        let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+        assert!(msg.contains("a pip source needs `size`"), "{msg}");
+        let text = BUILTIN.replace("vulkan_api: \"1.4.354\"", "vulkan_api: \"1.4\"");
+        assert_ne!(text, BUILTIN);
+        let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+        assert!(msg.contains("vulkan_api must be MAJOR.MINOR.PATCH"), "{msg}");
     }
 
     #[test]

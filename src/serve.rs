@@ -77,7 +77,7 @@ pub fn plan(inv: &Inventory, model: &str, extra: &[String]) -> anyhow::Result<Se
     // Issue 12 wants "the fastest ubatch that did not fail in the last saved smoke-bench
     // --gguf run" first; that sweep and its saved result do not exist yet, so the build alone
     // decides: any revision of the tiles patch keeps the large tile from spilling.
-    let ubatch = match llama::patch_level(stamp, &llama::rvl_series()).tiles {
+    let ubatch = match llama::patch_level(stamp, &llama::rvl_series()).key {
         Tiles::Missing => UBATCH_STOCK,
         Tiles::Current | Tiles::Older => UBATCH_PATCHED,
     };

@@ -67,6 +67,17 @@ fn hostile_tar_xz(name: &str, kind: tar::EntryType, link: &str) -> Vec<u8> {
 
 const PANVK_C: &str = "int panvk_probe(void) { return 1; }\n";
 
+/// A meson_options.txt declaring every `-Dname=` rvl's mesa step passes, as strings.
+fn mesa_meson_options() -> String {
+    rvl::setup::steps::MESA_OPTIONS
+        .iter()
+        .map(|o| {
+            let name = o.trim_start_matches("-D").split('=').next().unwrap();
+            format!("option('{name}', type: 'string', value: '')\n")
+        })
+        .collect()
+}
+
 fn mesa_tarball() -> Vec<u8> {
     tar_xz(&[
         (
@@ -76,18 +87,8 @@ fn mesa_tarball() -> Vec<u8> {
              shared_library('vulkan_panfrost', 'src/panvk.c', install: true)\n",
             0o644,
         ),
-        (
-            "mesa-26.1.6/meson_options.txt",
-            "option('vulkan-drivers', type: 'string', value: '')\n\
-             option('gallium-drivers', type: 'string', value: '')\n\
-             option('platforms', type: 'string', value: '')\n\
-             option('glx', type: 'string', value: '')\n\
-             option('egl', type: 'string', value: '')\n\
-             option('gbm', type: 'string', value: '')\n\
-             option('llvm', type: 'string', value: '')\n\
-             option('video-codecs', type: 'string', value: '')\n",
-            0o644,
-        ),
+        // Every option rvl passes, declared the way meson wants (an unknown -D is fatal to it).
+        ("mesa-26.1.6/meson_options.txt", &mesa_meson_options(), 0o644),
         ("mesa-26.1.6/src/panvk.c", PANVK_C, 0o644),
     ])
 }

@@ -94,10 +94,12 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         kernel,
         env: env.clone(),
         llama: Default::default(),
+        mesa: Default::default(),
         live_facts,
     };
     // After the rest: which environment the binaries get depends on the ICD and live facts.
     inv.llama = super::llama::facts(root, &inv);
+    inv.mesa = super::mesa::facts(root);
     if opts.llama_devices {
         let bench = crate::llama::newest(&inv.llama)
             .filter(|i| i.bench_executable)

@@ -8,11 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::Root;
-use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall, LlamaStamp};
+use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall};
 use crate::llama::{PREFIX_NAME, PREFIX_PARENT};
 
-/// Build stamps are a few hundred bytes.
-const STAMP_CAP: u64 = 64 << 10;
 /// `--list-devices` loads Vulkan and returns; a hang (a wedged GPU) must not hang doctor.
 const LIST_DEVICES_TIMEOUT: Duration = Duration::from_secs(10);
 /// Directories searched for a stock llama-server besides PATH (Debian's package, `make install`).
@@ -24,21 +22,7 @@ fn executable(root: &Root, path: &str) -> bool {
 }
 
 fn install(root: &Root, prefix: String) -> LlamaInstall {
-    let stamp_path = format!("{prefix}/{}", crate::setup::paths::BUILD_STAMP);
-    let (stamp, stamp_error) = if !root.exists(&stamp_path) {
-        (None, None)
-    } else {
-        match root.read_capped(&stamp_path, STAMP_CAP) {
-            Ok(b) => match serde_json::from_slice::<LlamaStamp>(&b) {
-                Ok(s) => (Some(s), None),
-                Err(e) => (None, Some(format!("{stamp_path}: not a build stamp ({e})"))),
-            },
-            Err(e) => (
-                None,
-                Some(format!("{stamp_path}: {}", super::root::describe(&e))),
-            ),
-        }
-    };
+    let (stamp, stamp_error) = super::stamp::read(root, &prefix);
     LlamaInstall {
         server_executable: executable(root, &format!("{prefix}/bin/llama-server")),
         bench_executable: executable(root, &format!("{prefix}/bin/llama-bench")),

@@ -10,7 +10,9 @@ pub mod initramfs;
 pub mod kernel;
 pub mod live;
 pub mod llama;
+pub mod mesa;
 pub mod root;
+pub mod stamp;
 pub mod sysfs;
 
 pub use gather::{gather, GatherOptions};

@@ -99,7 +99,9 @@ pub enum Action {
         #[serde(flatten)]
         origin: Origin,
         sha256: String,
-        size: u64,
+        /// None: the manifest pins no length (the sha256 does; the download is capped).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
         tree: String,
         system: BuildSystem,
         prefix: String,

@@ -49,7 +49,7 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                 }
                 | Action::InstallPrebuilt {
                     url, sha256, size, ..
-                } => (Origin::Url(url.clone()), sha256, *size),
+                } => (Origin::Url(url.clone()), sha256, Some(*size)),
                 Action::BuildSource {
                     origin,
                     sha256,
@@ -71,8 +71,8 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                     let req = fetch::Request {
                         url: url.clone(),
                         sha256: sha256.clone(),
-                        size: Some(size),
-                        max_size: size,
+                        size,
+                        max_size: size.unwrap_or(crate::manifest::SOURCE_MAX_SIZE),
                     };
                     fetch::download(&req, &dest, opts).map_err(Error::from)?;
                     dest
@@ -81,6 +81,8 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                     let name = format!("{}-{}", short(sha256), pip.filename);
                     clear_non_files(root, &state.path("cache").join(&name))?;
                     let dest = dir.join(name);
+                    // The manifest refuses a pip source without a size.
+                    let size = size.expect("pip sources pin their size");
                     let req = fetch::pip::Request { pip, sha256, size };
                     fetch::pip::download(&req, &dest, opts.progress)?
                 }

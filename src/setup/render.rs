@@ -159,7 +159,8 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
                 Origin::Url(url) => format!("download {url}"),
                 Origin::Pip(pip) => format!("pip download {}", pip.requirement),
             };
-            let _ = writeln!(s, "    {from} ({size} bytes, sha256 checked), unpack");
+            let size = size.map_or("size not pinned".to_string(), |n| format!("{n} bytes"));
+            let _ = writeln!(s, "    {from} ({size}, sha256 checked), unpack");
             if patches.is_empty() {
                 let _ = writeln!(s, "    no patches in the series");
             } else {

@@ -16,7 +16,10 @@ use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
 use crate::profile::BootLayout;
 
-/// Configure options that build only panvk (no GL, no other drivers, no LLVM).
+/// Configure options that build only panvk (no GL, no other drivers). Mesa 26 compiles
+/// panfrost's precompiled compute kernels with its own OpenCL C compiler (mesa_clc), so LLVM,
+/// clang and libclc are needed at build time; the list is the native lab's
+/// (scripts/panvk-lab/build-mesa.sh) less what only the lab wants (drm-shim, tests).
 pub const MESA_OPTIONS: &[&str] = &[
     "-Dvulkan-drivers=panfrost",
     "-Dgallium-drivers=",
@@ -24,7 +27,12 @@ pub const MESA_OPTIONS: &[&str] = &[
     "-Dglx=disabled",
     "-Degl=disabled",
     "-Dgbm=disabled",
-    "-Dllvm=disabled",
+    "-Dgles1=disabled",
+    "-Dgles2=disabled",
+    "-Dopengl=false",
+    "-Dllvm=enabled",
+    "-Dvalgrind=disabled",
+    "-Dlibunwind=disabled",
     "-Dvideo-codecs=",
 ];
 /// llama.cpp with the Vulkan backend and nothing that needs the network: the tools
@@ -77,8 +85,10 @@ pub fn llama_wrapper(prefix: &str, binary: &str) -> String {
     )
 }
 
-/// What building panvk from the Mesa tarball needs on Debian (shown if configure fails).
-pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-packaging libdrm-dev libexpat1-dev zlib1g-dev glslang-tools bison flex libelf-dev";
+/// What building panvk from the Mesa 26 tarball needs, as Debian 13 (trixie) names it: the
+/// packages the native lab's build installed, less the lab's own tools. Debian 12 cannot build
+/// it (SPIRV-Tools 2023.1 and meson 1.0 are older than Mesa 26 accepts).
+pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-ply python3-pycparser python3-packaging bison flex glslang-tools libdrm-dev libexpat1-dev zlib1g-dev libzstd-dev libelf-dev llvm-19-dev libclang-cpp19-dev libclang-19-dev libclc-19-dev libclc-19 libllvmspirvlib-19-dev spirv-tools (Debian 13 or newer)";
 /// What building llama.cpp with Vulkan needs on Debian.
 pub const LLAMA_BUILD_DEPS: &str =
     "sudo apt install cmake ninja-build gcc g++ patch libvulkan-dev glslc";
@@ -667,10 +677,11 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
 
 /// The ICD manifest setup writes, serialized by serde: a prefix is data, never JSON syntax, so a
 /// quote or backslash in it stays inside the `library_path` string.
-pub fn icd_json(prefix: &str) -> String {
+pub fn icd_json(prefix: &str, api_version: &str) -> String {
     #[derive(serde::Serialize)]
     struct Icd<'a> {
-        // The loader reads library_path; api_version is informational for it (Mesa 26 panvk: 1.4).
+        // The loader reads library_path; api_version is informational for it, and repeats what
+        // the built driver's own manifest says (the manifest's `vulkan_api`).
         api_version: &'a str,
         library_arch: &'a str,
         library_path: String,
@@ -683,7 +694,7 @@ pub fn icd_json(prefix: &str) -> String {
     }
     let file = File {
         icd: Icd {
-            api_version: "1.4.335",
+            api_version,
             library_arch: "64",
             library_path: format!("{prefix}/lib/{PANVK_LIBRARY}"),
         },
@@ -692,6 +703,14 @@ pub fn icd_json(prefix: &str) -> String {
     let mut text = serde_json::to_string_pretty(&file).expect("plain strings serialize");
     text.push('\n');
     text
+}
+
+/// The ICD's `api_version`: the pinned Mesa's, else the Vulkan version panvk has claimed since
+/// Mesa 26 (the loader does not read it).
+pub fn icd_api_version(m: &Manifest) -> &str {
+    mesa_source(m)
+        .and_then(|s| s.vulkan_api.as_deref())
+        .unwrap_or("1.4.0")
 }
 
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
@@ -704,8 +723,12 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
         return Err(Error::Unsupported(format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)")).into());
     }
     let f = ctx.facts;
-    out.actions
-        .extend(write(ICD_FILE, f.file(ICD_FILE), icd_json(&prefix), 0o644));
+    out.actions.extend(write(
+        ICD_FILE,
+        f.file(ICD_FILE),
+        icd_json(&prefix, icd_api_version(ctx.manifest)),
+        0o644,
+    ));
     out.actions.extend(write(
         ENVIRONMENT_D_FILE,
         f.file(ENVIRONMENT_D_FILE),
@@ -874,7 +897,8 @@ mod tests {
 
     #[test]
     fn icd_points_into_the_prefix() {
-        let j: serde_json::Value = serde_json::from_str(&icd_json("/opt/rvl/mesa-1-rvl1")).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&icd_json("/opt/rvl/mesa-1-rvl1", "1.4.354")).unwrap();
         assert_eq!(
             j["ICD"]["library_path"],
             "/opt/rvl/mesa-1-rvl1/lib/libvulkan_panfrost.so"
@@ -884,7 +908,7 @@ mod tests {
     #[test]
     fn a_quote_in_the_prefix_cannot_rewrite_the_icds_library_path() {
         let prefix = r#"/opt/rvl/mesa-1", "library_path": "/tmp/evil.so"#;
-        let j: serde_json::Value = serde_json::from_str(&icd_json(prefix)).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&icd_json(prefix, "1.4.354")).unwrap();
         assert_eq!(
             j["ICD"]["library_path"],
             format!("{prefix}/lib/libvulkan_panfrost.so")
@@ -894,7 +918,8 @@ mod tests {
 
     #[test]
     fn the_doctor_reads_setups_icd_as_panvk_where_the_loader_looks() {
-        let parsed = crate::icd::parse_manifest(&icd_json("/opt/rvl/mesa-1-rvl1")).unwrap();
+        let parsed =
+            crate::icd::parse_manifest(&icd_json("/opt/rvl/mesa-1-rvl1", "1.4.354")).unwrap();
         assert!(crate::icd::is_panvk(&parsed.library_path));
         let (dir, _) = ICD_FILE.rsplit_once('/').unwrap();
         let search = crate::icd::search_path(&crate::host::env::Env::default());

@@ -84,7 +84,7 @@ pub fn check(ctx: &Context) -> Finding {
             .evidence(ev)
             .fix(rebuild);
     }
-    let tiles_problem = match level.tiles {
+    let tiles_problem = match level.key {
         Tiles::Current => None,
         Tiles::Older => Some("an older revision of rvl's Mali tiles patch"),
         Tiles::Missing => Some("without rvl's Mali tiles patch (ubatch > 64 fails on panvk)"),

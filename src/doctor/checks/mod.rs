@@ -261,13 +261,88 @@ mod tests {
         });
         inv.env = crate::host::env::Env::from_pairs([("PAN_I_WANT_A_BROKEN_VULKAN_DRIVER", "1")]);
         let f = run("vulkan-device", &inv, false);
-        assert_eq!(f.status, Status::Pass);
+        // Stock 26.2 still allocates TLS per command buffer (the lab's 26.2 tree): same warning.
+        assert_eq!(f.status, Status::Warn, "{f:?}");
         assert!(f
             .evidence
             .iter()
             .any(|e| e.contains("not needed") || e.contains("has not needed")));
         assert!(f.summary.contains("fp16 yes") && f.summary.contains("shared memory 32 KiB"));
+        assert!(!f.evidence.iter().any(|e| e.contains("has not checked")));
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.3.0")],
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Warn);
+        assert!(
+            f.evidence.iter().any(|e| e.contains("has not checked")),
+            "{f:?}"
+        );
         assert_eq!(run("vulkan-device", &inv, true).status, Status::Skip);
+    }
+
+    /// The inventory of a live system whose one usable panvk ICD is rvl's build of Mesa 26.2.4
+    /// with `patches` applied.
+    fn rvl_panvk_inventory(patches: Vec<(String, String)>) -> Inventory {
+        use crate::icd::{Manifest, ManifestFile};
+        use crate::inventory::{BuildInstall, LlamaStamp, StampPatch};
+        let mut inv = live_inventory();
+        let prefix = "/opt/rvl/mesa-26.2.4-rvl1";
+        let lib = format!("{prefix}/lib/aarch64-linux-gnu/libvulkan_panfrost.so");
+        inv.vulkan_icd.manifests = vec![ManifestFile {
+            path: crate::setup::paths::ICD_FILE.into(),
+            manifest: Some(Manifest {
+                library_path: lib.clone(),
+                api_version: Some("1.4.354".into()),
+                library_arch: Some("64".into()),
+            }),
+            library_found: Some(lib),
+            error: None,
+        }];
+        inv.mesa.installs = vec![BuildInstall {
+            prefix: prefix.into(),
+            stamp: Some(LlamaStamp {
+                project: "mesa".into(),
+                version: "26.2.4".into(),
+                patches: patches
+                    .into_iter()
+                    .map(|(name, sha256)| StampPatch { name, sha256 })
+                    .collect(),
+                ..Default::default()
+            }),
+            stamp_error: None,
+        }];
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.2.4")],
+        });
+        inv
+    }
+
+    #[test]
+    fn vulkan_device_clears_the_ubatch_warning_only_for_rvls_panvk_with_the_tls_patch() {
+        let tls = vec![(
+            "mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch".to_string(),
+            "any-revision".to_string(),
+        )];
+        let f = run("vulkan-device", &rvl_panvk_inventory(tls), false);
+        assert_eq!(f.status, Status::Pass, "{f:?}");
+        assert!(
+            f.summary
+                .contains("ubatch > 64 limit fixed by rvl's panvk (Mesa 26.2.4"),
+            "{}",
+            f.summary
+        );
+        // rvl's prefix built without the series is a stock driver: the warning stays.
+        let f = run("vulkan-device", &rvl_panvk_inventory(Vec::new()), false);
+        assert_eq!(f.status, Status::Warn, "{f:?}");
+        let icd = run("vulkan-icd", &rvl_panvk_inventory(Vec::new()), false);
+        assert!(
+            icd.summary.contains("without the queue TLS patch"),
+            "{}",
+            icd.summary
+        );
     }
 
     /// rvl's build at the current patch level, both binaries executable.

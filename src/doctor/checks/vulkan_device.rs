@@ -7,9 +7,10 @@ use crate::vulkan::info::DeviceInfo;
 
 const ID: &str = "vulkan-device";
 
-/// The last Mesa release known to allocate the 152 MiB per-command-buffer TLS buffer that makes
-/// llama.cpp's large matmul tile fail (research/panvk-oom.md).
-const OOM_FIXED_AFTER: (u32, u32) = (26, 1);
+/// The newest Mesa series whose panvk is known to allocate compute TLS per command buffer (the
+/// 152 MiB buffer that makes llama.cpp's large matmul tile fail; research/panvk-oom.md, and the
+/// 26.2 tree in the lab, docs/panvk-lab.md). A newer one gets the same warning, flagged as unchecked.
+const LAST_CHECKED: (u32, u32) = (26, 2);
 
 /// "Mesa 26.1.6" → (26, 1).
 fn mesa_version(info: &str) -> Option<(u32, u32)> {
@@ -124,12 +125,23 @@ pub fn check(ctx: &Context) -> Finding {
         &dev.driver_info
     };
     let summary = format!("{} (panvk, {mesa}): {}", dev.name, features(dev));
-    let old_mesa = mesa_version(&dev.driver_info).is_some_and(|v| v <= OOM_FIXED_AFTER);
-    // rvl's patched llama.cpp picks tiles that do not spill, so the limit no longer bites it
-    // (a stock llama.cpp on the same system still fails above -ub 64).
-    if let Some(inst) = crate::llama::patched(&ctx.inv.llama).filter(|_| old_mesa) {
+    // No upstream release fixes the per-command-buffer TLS allocation yet (26.2.4 does not), so
+    // every stock panvk has the limit; rvl's patched panvk (one TLS buffer per queue) or rvl's
+    // patched llama.cpp (tiles that do not spill) each lift it.
+    if let Some(rvl) = crate::mesa::active(ctx.inv).filter(|r| r.tls_fixed()) {
         ev.push(format!(
-            "a stock llama.cpp still fails above -ub 64 on this Mesa; rvl's build at {} does not (rvl serve runs it)",
+            "{}: compute TLS is one grow-only buffer per queue, so llama.cpp's spilling tile no longer costs 152 MiB per command buffer",
+            rvl.install.prefix
+        ));
+        return Finding::pass(
+            ID,
+            format!("{summary}; ubatch > 64 limit fixed by {}", rvl.describe()),
+        )
+        .evidence(ev);
+    }
+    if let Some(inst) = crate::llama::patched(&ctx.inv.llama) {
+        ev.push(format!(
+            "a stock llama.cpp still fails above -ub 64 on this driver; rvl's build at {} does not (rvl serve runs it)",
             inst.prefix
         ));
         return Finding::pass(
@@ -138,18 +150,22 @@ pub fn check(ctx: &Context) -> Finding {
         )
         .evidence(ev);
     }
-    match old_mesa {
-        true => Finding::warn(
-            ID,
-            format!("{summary}; known limit: llama.cpp ubatch > 64 fails (ErrorOutOfDeviceMemory at vkEndCommandBuffer)"),
-        )
-        .evidence(ev)
-        .fix(format!(
-            "Mesa ≤ 26.1 allocates a 152 MiB TLS buffer per command buffer for the spilling large tile: run llama.cpp with -ub 64, or use rvl's patched llama.cpp ({})",
-            ctx.setup("llama-cpp")
-        )),
-        false => Finding::pass(ID, summary).evidence(ev),
+    let newer = mesa_version(&dev.driver_info).is_some_and(|v| v > LAST_CHECKED);
+    if newer {
+        ev.push(format!(
+            "Mesa newer than {}.{}: rvl has not checked whether it still allocates TLS per command buffer",
+            LAST_CHECKED.0, LAST_CHECKED.1
+        ));
     }
+    Finding::warn(
+        ID,
+        format!("{summary}; known limit: llama.cpp ubatch > 64 fails (ErrorOutOfDeviceMemory at vkEndCommandBuffer)"),
+    )
+    .evidence(ev)
+    .fix(format!(
+        "stock panvk allocates a 152 MiB TLS buffer per command buffer for the spilling large tile: run llama.cpp with -ub 64, or install rvl's patched panvk and llama.cpp ({})",
+        ctx.setup("mesa,icd,llama-cpp")
+    ))
 }
 
 #[cfg(test)]

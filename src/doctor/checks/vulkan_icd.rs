@@ -43,14 +43,18 @@ pub fn check(ctx: &Context) -> Finding {
         [] => no_usable_panvk(ctx, icd, &panvk),
         [one] => match icd.manifests.iter().find(|m| m.error.is_some()) {
             Some(broken) => skipped(broken),
-            None => Finding::pass(
-                ID,
-                format!(
+            None => {
+                let mut summary = format!(
                     "{} → {}",
                     one.path,
                     one.library_found.as_deref().unwrap_or("")
-                ),
-            ),
+                );
+                if let Some(rvl) = crate::mesa::active(ctx.inv) {
+                    summary.push_str(&format!(": {}", rvl.describe()));
+                    ev.extend(rvl.level.iter().flat_map(|l| l.lines.iter().cloned()));
+                }
+                Finding::pass(ID, summary)
+            }
         },
         many => duplicates(ctx, many),
     };
@@ -85,22 +89,10 @@ fn evidence(icd: &IcdFacts) -> Vec<String> {
 }
 
 fn sort_panvk<'a>(icd: &'a IcdFacts, env: &Env) -> Panvk<'a> {
-    let all: Vec<_> = icd.manifests.iter().filter(|m| m.panvk()).collect();
-    let hidden: Vec<(&str, String)> = all
-        .iter()
-        .filter_map(|m| icd::filtered_out(env, &m.path).map(|why| (m.path.as_str(), why)))
-        .collect();
-    let hidden_paths: std::collections::HashSet<&str> = hidden.iter().map(|(p, _)| *p).collect();
-    let usable = all
-        .iter()
-        .copied()
-        .filter(|m| m.library_found.is_some())
-        .filter(|m| !hidden_paths.contains(m.path.as_str()))
-        .collect();
     Panvk {
-        all,
-        hidden,
-        usable,
+        all: icd.manifests.iter().filter(|m| m.panvk()).collect(),
+        hidden: icd::hidden_panvk(icd, env),
+        usable: icd::usable_panvk(icd, env),
     }
 }
 
