@@ -21,6 +21,7 @@ pub mod kernelcfg;
 pub mod llama;
 pub mod manifest;
 pub mod mesa;
+pub mod osrelease;
 pub mod output;
 pub mod patchlevel;
 pub mod profile;

@@ -559,7 +559,10 @@ mod tests {
         let text = BUILTIN.replace("vulkan_api: \"1.4.354\"", "vulkan_api: \"1.4\"");
         assert_ne!(text, BUILTIN);
         let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
-        assert!(msg.contains("vulkan_api must be MAJOR.MINOR.PATCH"), "{msg}");
+        assert!(
+            msg.contains("vulkan_api must be MAJOR.MINOR.PATCH"),
+            "{msg}"
+        );
     }
 
     #[test]

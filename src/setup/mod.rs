@@ -224,6 +224,7 @@ fn gather(
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,
+        paths::OS_RELEASE,
     ]
     .map(String::from)
     .into_iter()

@@ -18,6 +18,8 @@ pub const GSHADOW_FILE: &str = "/etc/gshadow";
 /// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).
 pub const ICD_FILE: &str = "/etc/vulkan/icd.d/rvl_panvk.aarch64.json";
 /// systemd user sessions read this (environment.d(5)).
+/// The image's distribution and release (read only: the mesa step's toolchain check).
+pub const OS_RELEASE: &str = "/etc/os-release";
 pub const ENVIRONMENT_D_FILE: &str = "/etc/environment.d/90-rvl-vulkan.conf";
 /// Login shells (ssh) read this.
 pub const PROFILE_D_FILE: &str = "/etc/profile.d/rvl-vulkan.sh";

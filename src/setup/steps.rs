@@ -7,7 +7,8 @@ use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
     prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
-    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
+    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE, PROFILE_D_FILE, RVL_CONF,
+    RVL_OVERLAYS_CONF,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -624,6 +625,14 @@ fn patch_names(ctx: &Ctx, project: &str) -> Vec<String> {
         .collect()
 }
 
+/// "26.2.4" → 26 (0 when the version does not start with a number).
+fn version_major(v: &str) -> u32 {
+    v.split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0)
+}
+
 pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = mesa_source(ctx.manifest) else {
@@ -635,6 +644,18 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     }
     match ctx.opts.mesa_from {
         MesaSource::Source => {
+            let os = ctx.facts.file(OS_RELEASE).map(crate::osrelease::parse);
+            let major = version_major(&src.version);
+            if let Some(why) = os
+                .as_ref()
+                .filter(|_| major >= 26)
+                .and_then(crate::osrelease::mesa26_blocker)
+            {
+                return Ok(Planned::blocked(
+                    why,
+                    "upgrade the board to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run rvl setup again; rvl setup --mesa-from prebuilt installs a build made elsewhere once the manifest lists one",
+                ));
+            }
             let patches = patch_names(ctx, "mesa");
             out.summary = format!(
                 "build panvk from Mesa {} ({} patch{}) into {prefix}",
