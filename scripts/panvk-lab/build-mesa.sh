@@ -5,7 +5,7 @@
 #
 #   scripts/panvk-lab/build-mesa.sh [--patched] [--tree DIR|--mirror GITDIR] [--tests]
 #
-#   --patched      apply patches/mesa-26.2/series (git am) before building; the build
+#   --patched      apply patches/mesa/series (git am) before building; the build
 #                  goes to build-patched/ and the tree to src-patched/
 #   --tree DIR     use this Mesa tree (a checkout or unpacked tarball) instead
 #                  of checking one out of the mirror; it is copied, never changed
@@ -127,10 +127,10 @@ mkdir -p "$CH/lab/ccache"
 
 # ---- (b) the tree (c) the series
 stamp_want="$MESA_COMMIT"
-series="$REPO_ROOT/patches/mesa-26.2/series"
+series="$REPO_ROOT/patches/mesa/series"
 if [ "$patched" = 1 ]; then
     [ -s "$series" ] || die "--patched but $series is empty or missing"
-    stamp_want="$MESA_COMMIT+$(cd "$REPO_ROOT/patches/mesa-26.2" && cat series $(grep -v '^#' series) | sha256sum | cut -c1-16)"
+    stamp_want="$MESA_COMMIT+$(cd "$REPO_ROOT/patches/mesa" && cat series $(grep -v '^#' series) | sha256sum | cut -c1-16)"
 fi
 [ -n "$tree" ] && stamp_want="$stamp_want tree=$(realpath "$tree")"
 if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; then
@@ -170,7 +170,7 @@ if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; 
             case "$p" in '' | '#'*) continue ;; esac
             step "applying $p"
             git -C "$SRC.tmp" -c user.name=lab -c user.email=lab@localhost am -q --keep-cr \
-                "$REPO_ROOT/patches/mesa-26.2/$p" || die "$p does not apply to $MESA_COMMIT"
+                "$REPO_ROOT/patches/mesa/$p" || die "$p does not apply to $MESA_COMMIT"
             n=$((n + 1))
         done <"$series"
         step "$n patches applied"

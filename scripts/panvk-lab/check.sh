@@ -29,12 +29,12 @@ for key in filename size sha256 tree; do
     grep -q "^ *$key:" "$pdir/PIN.yaml" || fail "PIN.yaml lacks '$key'"
 done
 
-# The Mesa series (patches/mesa-26.2): every listed patch exists and is a
+# The Mesa series (patches/mesa): every listed patch exists and is a
 # git format-patch mail (From/Subject, a message body, a diff), every patch
 # file is listed, and, when a cached 26.2 tree is present (MESA_TREE, else
 # build-mesa.sh's stock tree), the series applies to it in order. No
 # download: without a cached tree only the form is checked.
-mdir="$repo/patches/mesa-26.2"
+mdir="$repo/patches/mesa"
 m=0
 if [ -s "$mdir/series" ]; then
     touched=()
@@ -53,7 +53,7 @@ if [ -s "$mdir/series" ]; then
     done <"$mdir/series"
     for f in "$mdir"/*.patch; do
         [ -e "$f" ] || continue
-        grep -qxF "$(basename "$f")" "$mdir/series" || fail "$(basename "$f") is not listed in patches/mesa-26.2/series"
+        grep -qxF "$(basename "$f")" "$mdir/series" || fail "$(basename "$f") is not listed in patches/mesa/series"
     done
     tree="${MESA_TREE:-${MESA_LAB:-/work/mesa-lab}/chroot/lab/src-stock}"
     if [ -f "$tree/VERSION" ] && command -v git >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after proof for patches/mesa-26.2 (native lab, build-mesa.sh): N command
+# Before/after proof for patches/mesa (native lab, build-mesa.sh): N command
 # buffers alive at once, each with one dispatch of a spilling shader, all
 # ended, then each submitted; optionally reset and recorded again. Prints one
 # tab-separated row per (driver, shader, N, rerecord):

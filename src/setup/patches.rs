@@ -258,10 +258,19 @@ mod tests {
     }
 
     #[test]
-    fn embedded_mesa_series_is_empty() {
-        // patches/mesa holds only its README until the manifest pins the release the 26.2 series is for.
-        assert!(series("mesa", None).unwrap().is_empty());
+    fn the_embedded_mesa_series_is_the_queue_tls_series_for_the_pinned_release() {
+        let mesa = series("mesa", None).unwrap();
+        let names: Vec<&str> = mesa.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch",
+                "mesa/0002-panfrost-compute-TLS-and-WLS-buffer-sizes-in-64-bits.patch"
+            ]
+        );
+        assert!(names[0].ends_with(crate::mesa::TLS_PATCH_SUFFIX));
         let loaded = Series::load(None, &["mesa"]).unwrap();
-        assert!(loaded.get("mesa").is_empty() && loaded.get("llama.cpp").is_empty());
+        assert_eq!(loaded.get("mesa").len(), 2);
+        assert!(loaded.get("llama.cpp").is_empty());
     }
 }
