@@ -958,6 +958,42 @@ fn verbose_shows_each_checks_evidence_under_its_line_and_the_plain_run_does_not(
 
 const LLAMA_PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
 
+#[test]
+fn vulkan_icd_names_rvls_panvk_and_whether_its_build_carries_the_queue_tls_series() {
+    let icd = |root: &str| {
+        let doc = report(
+            doctor(&Fixture::copy(root)).args(&["--only", "vulkan-icd"]),
+            exit::OK,
+        );
+        check(&doc, "vulkan-icd").clone()
+    };
+    let c = icd("panvk-rvl-patched");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &[
+            "/opt/rvl/mesa-26.2.4-rvl1/lib/libvulkan_panfrost.so",
+            "rvl's panvk (Mesa 26.2.4, queue TLS patch, series 2/2)",
+        ],
+    );
+    says(
+        &c["evidence"].to_string(),
+        &["0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch: applied"],
+    );
+    let c = icd("panvk-rvl-stock");
+    assert_eq!(c["status"], "pass", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &["rvl's panvk (Mesa 26.2.4, stock, without the queue TLS patch, series 0/2)"],
+    );
+    // The distribution's panvk is not rvl's: nothing about a series is claimed.
+    let c = icd("boltzmann-mainline");
+    assert!(
+        !c["summary"].as_str().unwrap().contains("rvl's panvk"),
+        "{c:#}"
+    );
+}
+
 /// Doctor's llama-cpp check alone on a copy of boltzmann-mainline.
 fn llama_check(fx: &Fixture) -> Value {
     let doc = report(doctor(fx).args(&["--only", "llama-cpp"]), exit::OK);
