@@ -37,16 +37,18 @@ pub struct BenchLine {
 /// The pp-`prompt` result (`n_prompt` = prompt, `n_gen` = 0) in llama-bench's `-o json` output:
 /// one array of test objects. Anything before the array's `[` or after its `]` is ignored.
 pub fn parse_output(stdout: &str, prompt: u32) -> Result<BenchLine, String> {
-    let (Some(start), Some(end)) = (stdout.find('['), stdout.rfind(']')) else {
+    let Some(start) = stdout.find('[') else {
         return Err(if stdout.trim().is_empty() {
             "llama-bench printed nothing on stdout".into()
         } else {
             "llama-bench's output has no JSON array".into()
         });
     };
-    if end < start {
-        return Err("llama-bench's output has no JSON array".into());
-    }
+    // llama-bench prints the `[` first and each test as it finishes: a run that died part
+    // way leaves an array that never closes.
+    let Some(end) = stdout.rfind(']').filter(|&e| e > start) else {
+        return Err("llama-bench's JSON is cut short (the array never closes)".into());
+    };
     let tests: Vec<Value> = serde_json::from_str(&stdout[start..=end])
         .map_err(|e| format!("llama-bench's JSON does not parse: {e}"))?;
     let t = tests
@@ -265,6 +267,9 @@ mod tests {
         assert!(parse_output("[\n  {\n \"n_prompt\": 5]", 512)
             .unwrap_err()
             .contains("does not parse"));
+        assert!(parse_output("[\n  {\n", 512)
+            .unwrap_err()
+            .contains("cut short"));
         assert!(parse_output(&json(0.0, "x"), 512)
             .unwrap_err()
             .contains("no positive avg_ts"));
