@@ -207,3 +207,31 @@ fn gguf_only_flags_without_gguf_and_gemm_only_flags_with_it_are_usage_errors() {
         .expect_code(exit::USAGE)
         .expect_stderr("--prompt 0");
 }
+
+#[cfg(feature = "bench")]
+#[test]
+fn a_users_ggml_vk_visible_devices_reaches_llama_bench_and_names_the_recorded_device() {
+    let Some(instance) = common::vulkan_instance() else {
+        return;
+    };
+    let b = stand_in("");
+    let doc = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+        .env("GGML_VK_VISIBLE_DEVICES", "0")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert!(
+        b.calls().starts_with("GGML_VK_VISIBLE_DEVICES=0 "),
+        "{}",
+        b.calls()
+    );
+    let d = &doc["prefill"]["vulkan_device"];
+    assert_eq!(d["index"], 0);
+    assert_eq!(d["name"], instance.devices[0].name.as_str());
+    assert_eq!(d["driver_info"], instance.devices[0].driver_info.as_str());
+    if instance.devices[0].kind == "cpu" {
+        let notes = doc["prefill"]["notes"].to_string();
+        assert!(notes.contains("CPU implementation (lavapipe)"), "{notes}");
+    }
+}

@@ -193,10 +193,7 @@ fn choose_bench<'a>(
         if !p.is_file() {
             return Err(Error::Usage(format!("--llama-bench {shown}: no such file")));
         }
-        let inst = facts
-            .installs
-            .iter()
-            .find(|i| shown.starts_with(&format!("{}/bin/", i.prefix)));
+        let inst = install_of(&shown, facts);
         return Ok((shown, inst));
     }
     match llama::newest(facts).filter(|i| i.bench_executable) {
@@ -207,6 +204,14 @@ fn choose_bench<'a>(
             llama::PREFIX_NAME
         ))),
     }
+}
+
+/// The rvl install a llama-bench path belongs to (its prefix's `bin/`), if any.
+fn install_of<'a>(bench: &str, facts: &'a LlamaFacts) -> Option<&'a LlamaInstall> {
+    facts
+        .installs
+        .iter()
+        .find(|i| bench.starts_with(&format!("{}/bin/", i.prefix)))
 }
 
 /// The device ggml's Vulkan backend uses first: the first index of GGML_VK_VISIBLE_DEVICES,
@@ -222,6 +227,7 @@ pub fn ggml_device(probe: &VulkanProbe, visible: Option<&str>) -> Option<VulkanD
     Some(VulkanDevice {
         index: d.index,
         name: d.name.clone(),
+        kind: d.kind.clone(),
         driver_name: d.driver_name.clone(),
         driver_info: d.driver_info.clone(),
         driver_version: d.driver_version.clone(),
@@ -333,7 +339,7 @@ fn build_report(
         "no GEMM prediction beside it: rvl smoke-bench --model PRESET (without --gguf) predicts a preset's GEMM-only rate".to_string(),
     ];
     if let Some(d) = &device {
-        if d.driver_name.to_ascii_lowercase().contains("llvmpipe") || d.name.contains("llvmpipe") {
+        if d.kind == "cpu" {
             notes.push("the Vulkan device is a CPU implementation (lavapipe): its GPU runs compete with the CPU runs for the same cores".into());
         }
     }
@@ -393,6 +399,44 @@ mod tests {
             kind: kind.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_llama_bench_in_an_rvl_prefix_reports_that_builds_patch_level() {
+        use crate::inventory::{LlamaStamp, StampPatch};
+        let series = llama::rvl_series();
+        let inst = LlamaInstall {
+            prefix: "/opt/rvl/llama.cpp-0.3.36-rvl1".into(),
+            stamp: Some(LlamaStamp {
+                project: "llama.cpp".into(),
+                version: "0.3.36".into(),
+                source_sha256: String::new(),
+                patches: series
+                    .iter()
+                    .map(|(n, s)| StampPatch {
+                        name: n.clone(),
+                        sha256: s.clone(),
+                    })
+                    .collect(),
+            }),
+            stamp_error: None,
+            server_executable: true,
+            bench_executable: true,
+        };
+        let facts = LlamaFacts {
+            installs: vec![inst],
+            ..Default::default()
+        };
+        let found = install_of("/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-bench", &facts).unwrap();
+        assert_eq!(
+            patch_words(found).unwrap(),
+            format!(
+                "{n} of {n} rvl patches current, tiles patch current",
+                n = series.len()
+            )
+        );
+        assert!(install_of("/usr/local/bin/llama-bench", &facts).is_none());
+        assert!(install_of("/opt/rvl/llama.cpp-0.3.36-rvl10/bin/llama-bench", &facts).is_none());
     }
 
     #[test]

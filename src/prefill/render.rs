@@ -77,6 +77,19 @@ fn header(o: &mut String, r: &Report, style: Style) {
     }
 }
 
+/// 5000 -> "5,000".
+fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn rate(c: Option<&Case>) -> String {
     match c {
         None => "-".into(),
@@ -107,9 +120,9 @@ fn table(o: &mut String, r: &Report, style: Style) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {} prefill time (GPU) | status |",
-        "5,000-token",
-        p = r.prompt_tokens
+        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) | status |",
+        p = r.prompt_tokens,
+        tokens = thousands(super::report::PROMPT_TOKENS)
     );
     let _ = writeln!(o, "|---:|---:|---:|---:|---:|---|");
     for u in &r.ubatches {

@@ -59,6 +59,8 @@ pub struct LlamaBench {
 pub struct VulkanDevice {
     pub index: usize,
     pub name: String,
+    /// `cpu` for lavapipe, else the GPU kind (`integrated-gpu`, ...).
+    pub kind: String,
     pub driver_name: String,
     /// The driver's own version text (Mesa's "Mesa 26.1.0").
     pub driver_info: String,

@@ -31,7 +31,7 @@ pub fn stand_in_named(arms: &str, model_name: &str) -> Bench {
     let bench = dir.path().join("llama-bench");
     let script = format!(
         r#"#!/bin/sh
-echo "$*" >> "$0.calls"
+echo "GGML_VK_VISIBLE_DEVICES=$GGML_VK_VISIBLE_DEVICES $*" >> "$0.calls"
 ub=; ngl=; p=
 while [ $# -gt 0 ]; do
   case "$1" in
