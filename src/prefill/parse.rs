@@ -119,6 +119,10 @@ const NO_DEVICE: &[&str] = &[
     "no Vulkan devices",
 ];
 
+/// What to try when ggml saw no device.
+const NO_DEVICE_HINT: &str =
+    "ggml skips CPU Vulkan devices such as lavapipe unless GGML_VK_VISIBLE_DEVICES names them";
+
 fn first_line_with<'a>(text: &'a str, needles: &[&str]) -> Option<&'a str> {
     text.lines()
         .find(|l| needles.iter().any(|n| l.contains(n)))
@@ -169,12 +173,13 @@ pub fn classify(
             line(oom),
         ),
         Ended::Signal(n) => (Status::Crashed, signal_name(*n), line(error_line(stderr))),
+        Ended::Exit(c) if *c != 0 && no_device => (
+            Status::NoVulkanDevice,
+            format!("exit status {c}"),
+            line(first_line_with(stderr, NO_DEVICE)).map(|l| format!("{l}; {NO_DEVICE_HINT}")),
+        ),
         Ended::Exit(c) if *c != 0 => (
-            if no_device {
-                Status::NoVulkanDevice
-            } else {
-                Status::Failed
-            },
+            Status::Failed,
             format!("exit status {c}"),
             line(error_line(stderr)),
         ),
@@ -183,9 +188,11 @@ pub fn classify(
             Ok(_) if no_device || no_gpu_in_json => (
                 Status::NoVulkanDevice,
                 "exit status 0".into(),
-                Some(line(first_line_with(stderr, NO_DEVICE)).unwrap_or_else(|| {
-                    "llama-bench reports no GPU (gpu_info is empty): the run used the CPU".into()
-                })),
+                Some(format!(
+                    "{}, so the run used the CPU; {NO_DEVICE_HINT}",
+                    line(first_line_with(stderr, NO_DEVICE))
+                        .unwrap_or_else(|| "llama-bench reports no GPU (gpu_info is empty)".into())
+                )),
             ),
             Ok(_) => (Status::Ok, "exit status 0".into(), None),
         },
@@ -323,6 +330,12 @@ mod tests {
             "ggml_vulkan: No devices found.\n",
         );
         assert_eq!((c.status, c.tokens_per_s), (Status::NoVulkanDevice, None));
+        let d = c.detail.unwrap();
+        assert!(
+            d.starts_with("ggml_vulkan: No devices found., so the run used the CPU")
+                && d.contains("GGML_VK_VISIBLE_DEVICES"),
+            "{d}"
+        );
         let (c, _) = classify(Side::Gpu, 512, &Ended::Exit(0), &json(20.0, ""), "");
         assert_eq!(c.status, Status::NoVulkanDevice);
         // The CPU run has no GPU by design.

@@ -133,7 +133,7 @@ fn table(o: &mut String, r: &Report, style: Style) {
             rate(Some(&u.gpu)),
             rate(u.cpu.as_ref()),
             u.gpu_cpu_ratio
-                .map(|x| format!("{x:.2}x"))
+                .map(|x| format!("{}x", sig3(x)))
                 .unwrap_or_else(|| "-".into()),
             u.gpu_prompt_5000_s
                 .map(duration)
