@@ -266,6 +266,22 @@ pub struct BenchArgs {
     /// Reproduce panvk's per-command-buffer TLS/WLS allocation limit instead of the sweep
     #[arg(long)]
     pub probe_limits: bool,
+
+    /// Measure llama.cpp's real prefill on this model with llama-bench, GPU beside CPU, per ubatch
+    #[arg(long, value_name = "MODEL.gguf", conflicts_with_all = ["probe_limits", "precision", "quick", "full", "device", "model"])]
+    pub gguf: Option<PathBuf>,
+
+    /// With --gguf: the llama-bench to run [default: bin/llama-bench of rvl's newest llama.cpp]
+    #[arg(long, value_name = "PATH", requires = "gguf")]
+    pub llama_bench: Option<PathBuf>,
+
+    /// With --gguf: prompt tokens per run (llama-bench -p) [default: 512]
+    #[arg(long, value_name = "N", requires = "gguf")]
+    pub prompt: Option<u32>,
+
+    /// With --gguf: seconds each llama-bench run may take before it is killed [default: 300]
+    #[arg(long, value_name = "S", requires = "gguf")]
+    pub case_timeout: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,8 @@
 pub const OK: i32 = 0;
 /// Doctor: at least one check failed (warnings count too with `--strict`).
 /// Setup: a step failed and what it had changed was rolled back.
-/// Smoke-bench: the run finished but a kernel produced a wrong result or a Vulkan call failed.
+/// Smoke-bench: the run finished but a kernel produced a wrong result or a Vulkan call failed;
+/// with `--gguf`, a llama-bench run did not end ok.
 /// Serve: refused, a blocking doctor check fails or rvl's llama.cpp is not installed.
 pub const PROBLEMS: i32 = 1;
 /// Usage error: bad flags or arguments (clap's own code).
@@ -38,7 +39,7 @@ pub const INTERNAL: i32 = 70;
 /// constants above and with README.md's table.
 pub const TABLE: &[(i32, &str)] = &[
     (OK, "success: no failing check / setup applied or had nothing to do / benchmark ran"),
-    (PROBLEMS, "doctor: a check failed; setup: a step failed and was rolled back; smoke-bench: a kernel gave a wrong result or a Vulkan call failed; serve: refused (a blocking check fails, or no rvl llama.cpp)"),
+    (PROBLEMS, "doctor: a check failed; setup: a step failed and was rolled back; smoke-bench: a kernel gave a wrong result or a Vulkan call failed, or a --gguf run did not end ok; serve: refused (a blocking check fails, or no rvl llama.cpp)"),
     (USAGE, "usage error"),
     (BAD_INPUT, "bad input file (profile, manifest, saved result, journal)"),
     (PERMISSION, "needs root, or permission denied"),

@@ -13,6 +13,12 @@ pub const PREFIX_NAME: &str = "llama.cpp-";
 /// The patch that keeps llama.cpp's matmul tiles from spilling on Mali (the ubatch > 64 fix).
 pub const TILES_PATCH_SUFFIX: &str = "-vulkan-mali-non-spilling-matmul-tiles.patch";
 
+/// The ubatch sizes rvl sweeps (GEMM smoke-bench and `--gguf`): around panvk's limit of 64
+/// without the tiles patch, up to llama.cpp's default of 512.
+pub const UBATCH_SWEEP: [u32; 6] = [16, 32, 64, 128, 256, 512];
+/// Largest ubatch accepted: llama.cpp's own default batch limit is far below this.
+pub const MAX_UBATCH: u32 = 8192;
+
 /// "llama.cpp-0.3.36-rvl1" → [0, 3, 36, 1]: the numbers in a prefix name, for ordering.
 pub fn version_key(name: &str) -> Vec<u64> {
     name.split(|c: char| !c.is_ascii_digit())

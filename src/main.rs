@@ -23,6 +23,10 @@ fn main() {
     let code = match &cli.command {
         cli::Command::Doctor(args) => finish(verb, json, &settings, doctor::run(args, &settings)),
         cli::Command::Setup(args) => finish(verb, json, &settings, setup::run(args, &settings)),
+        // --gguf runs llama.cpp's own llama-bench: no rvl Vulkan code, so not behind `bench`.
+        cli::Command::SmokeBench(args) if args.gguf.is_some() => {
+            finish(verb, json, &settings, rvl::prefill::run(args, &settings))
+        }
         cli::Command::SmokeBench(args) => {
             finish(verb, json, &settings, bench::run(args, &settings))
         }

@@ -1,7 +1,7 @@
 //! `rvl serve MODEL.gguf [-- EXTRA]`: start rvl's `llama-server` with the settings that work on
 //! panvk. The plan is pure ([`plan`]): the newest complete build from rvl's prefix, the
-//! environment rvl's stack needs ([`crate::llama::launch_env`]), the ubatch the build
-//! survives. The verb gathers the same inventory doctor does, refuses when doctor's blocking
+//! environment rvl's stack needs ([`crate::llama::launch_env`]), the ubatch: the fastest that
+//! ran in this model's last `smoke-bench --gguf` run, else the one the build survives. The verb gathers the same inventory doctor does, refuses when doctor's blocking
 //! checks fail, prints the command line, and then (without `--print`) execs it, so signals and
 //! the exit status are llama-server's own.
 
@@ -42,6 +42,16 @@ pub struct ServeOutcome {
     pub env: BTreeMap<String, String>,
     /// The program and its arguments.
     pub argv: Vec<String>,
+    /// Where `--ubatch-size` came from: the record of a `smoke-bench --gguf` run (its path), or
+    /// the build's rule ("tiles patch" / "stock build").
+    pub ubatch_from: String,
+}
+
+/// The ubatch a recorded `smoke-bench --gguf` run of this model chose, and the record's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    pub ubatch: u32,
+    pub record: String,
 }
 
 impl Outcome for ServeOutcome {
@@ -54,8 +64,14 @@ impl Outcome for ServeOutcome {
     }
 }
 
-/// The command for `model` on this inventory, or why there is none.
-pub fn plan(inv: &Inventory, model: &str, extra: &[String]) -> anyhow::Result<ServeOutcome> {
+/// The command for `model` on this inventory, or why there is none. `measured`: the ubatch of
+/// the model's last recorded `smoke-bench --gguf` run, which wins over the build's rule.
+pub fn plan(
+    inv: &Inventory,
+    model: &str,
+    extra: &[String],
+    measured: Option<&Measured>,
+) -> anyhow::Result<ServeOutcome> {
     let Some(inst) = llama::newest(&inv.llama) else {
         return Err(Error::Refused(format!(
             "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: sudo rvl setup --only llama-cpp",
@@ -74,12 +90,18 @@ pub fn plan(inv: &Inventory, model: &str, extra: &[String]) -> anyhow::Result<Se
         .into());
     }
     let stamp = inst.stamp.as_ref().expect("newest() has a stamp");
-    // Issue 12 wants "the fastest ubatch that did not fail in the last saved smoke-bench
-    // --gguf run" first; that sweep and its saved result do not exist yet, so the build alone
-    // decides: any revision of the tiles patch keeps the large tile from spilling.
-    let ubatch = match llama::patch_level(stamp, &llama::rvl_series()).key {
-        Tiles::Missing => UBATCH_STOCK,
-        Tiles::Current | Tiles::Older => UBATCH_PATCHED,
+    // What ran on this board beats any rule. Without a measurement the stack decides: any
+    // revision of the tiles patch keeps the large tile from spilling, and rvl's panvk with the
+    // queue TLS patch no longer pays 152 MiB per command buffer for it.
+    let tls_fixed = crate::mesa::active(inv).is_some_and(|r| r.tls_fixed());
+    let (ubatch, ubatch_from) = match (
+        measured,
+        llama::patch_level(stamp, &llama::rvl_series()).key,
+    ) {
+        (Some(m), _) => (m.ubatch, format!("smoke-bench --gguf record {}", m.record)),
+        (None, Tiles::Missing) if tls_fixed => (UBATCH_PATCHED, "rvl's patched panvk".to_string()),
+        (None, Tiles::Missing) => (UBATCH_STOCK, "stock build".to_string()),
+        (None, Tiles::Current | Tiles::Older) => (UBATCH_PATCHED, "tiles patch".to_string()),
     };
     let mut argv = vec![
         inst.server(),
@@ -103,6 +125,7 @@ pub fn plan(inv: &Inventory, model: &str, extra: &[String]) -> anyhow::Result<Se
         command_line,
         env,
         argv,
+        ubatch_from,
     })
 }
 
@@ -161,7 +184,8 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         .into());
     }
     let model = args.model.to_string_lossy();
-    let out = plan(&inv, &model, &args.extra)?;
+    let measured = measured(&root, &settings.env, &args.model);
+    let out = plan(&inv, &model, &args.extra, measured.as_ref())?;
     if args.print {
         return Ok(out);
     }
@@ -172,4 +196,36 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         .envs(&out.env)
         .exec();
     Err(Error::Tool(format!("cannot run {}: {err}", out.argv[0])).into())
+}
+
+/// The ubatch of `model`'s last `smoke-bench --gguf` run, from its record inside the root (at
+/// the state directory of the user running rvl: see [`crate::prefill::saved::record_path`]).
+/// A record that is missing, unreadable, of another file or without an ok GPU run gives None
+/// (a damaged one says so on stderr): the build's rule applies then.
+fn measured(root: &Root, env: &crate::inventory::Env, model: &std::path::Path) -> Option<Measured> {
+    use crate::prefill::saved;
+    let name = model.file_name()?.to_string_lossy().into_owned();
+    let path = saved::record_path(env, &name)?;
+    if !root.exists(&path) {
+        return None;
+    }
+    let text = root
+        .read_capped(&path, crate::host::root::INPUT_CAP)
+        .map_err(|e| host::root::describe(&e))
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8".to_string()));
+    let report = match text.map(|t| saved::parse(&t, &path).map_err(|e| e.to_string())) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) | Err(e) => {
+            eprintln!(
+                "rvl serve: ignoring the smoke-bench record {}: {}",
+                escape_control(&path),
+                escape_control(&e)
+            );
+            return None;
+        }
+    };
+    saved::serve_ubatch(&report, &name).map(|ubatch| Measured {
+        ubatch,
+        record: path,
+    })
 }

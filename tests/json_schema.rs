@@ -117,6 +117,37 @@ fn smoke_bench_documents_follow_the_schema() {
     assert_eq!(usage["exit_code"], rvl::exit::USAGE);
 }
 
+#[test]
+fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
+    // A stand-in llama-bench: no Vulkan needed by rvl, so this runs everywhere.
+    let b = common::prefill::stand_in(&format!(
+        "99:128) {};;\n0:16) sleep 30;;",
+        common::prefill::OOM_ABORT
+    ));
+    let ok = checked(b.rvl(&["--ubatch", "64", "--json"]));
+    assert_eq!(ok["prefill"]["best_gpu_ubatch"], 64);
+    let saved = b.path("saved.json");
+    let failed = checked(
+        b.rvl(&[
+            "--ubatch",
+            "16,128",
+            "--case-timeout",
+            "1",
+            "--json",
+            "--save",
+        ])
+        .arg(&saved),
+    );
+    assert_eq!(failed["exit_code"], rvl::exit::PROBLEMS);
+    let compared = checked(
+        b.rvl(&["--ubatch", "16,128", "--no-cpu", "--json", "--compare"])
+            .arg(&saved),
+    );
+    assert!(compared["comparison"]["rows"].is_array());
+    let usage = checked(b.rvl(&["--prompt", "0", "--json"]));
+    assert_eq!(usage["error"]["kind"], "usage");
+}
+
 /// `setup --only kernel --yes --json`: applies on the first run, nothing to do on the second.
 const APPLY: [&str; 6] = [
     "--board",

@@ -86,6 +86,24 @@ fn a_build_without_the_tiles_patch_gets_ubatch_64_and_no_icd_means_no_vk_driver_
 }
 
 #[test]
+fn a_stock_llama_cpp_on_rvls_patched_panvk_gets_ubatch_512_and_on_rvls_stock_panvk_64() {
+    for (root, ubatch) in [("panvk-rvl-patched", 512), ("panvk-rvl-stock", 64)] {
+        let fx = Fixture::copy(root);
+        plant_llama(&fx, PREFIX, false);
+        let doc = serve(&fx, &[])
+            .arg("--json")
+            .run()
+            .expect_code(exit::OK)
+            .stdout_json();
+        let line = doc["command_line"].as_str().unwrap();
+        assert!(
+            line.contains(&format!("--ubatch-size {ubatch}")),
+            "{root}: {line}"
+        );
+    }
+}
+
+#[test]
 fn the_newest_complete_prefix_is_used() {
     let fx = ready_root();
     plant_llama(&fx, PREFIX, true);
@@ -152,4 +170,73 @@ fn a_foreign_root_is_never_run_only_printed() {
         .expect_code(exit::USAGE);
     assert!(out.stderr().contains("add --print"), "{out}");
     assert!(!marker.exists());
+}
+
+/// A `smoke-bench --gguf` run of a model named "qwen 3b.gguf" (stand-in llama-bench: ubatch
+/// 128 runs out of device memory, 256 is slower than 64), recorded under the fixture's
+/// `/state`, the XDG_STATE_HOME `serve` is then given.
+fn record_a_prefill_run(fx: &Fixture) {
+    let b = common::prefill::stand_in_named(
+        &format!(
+            "99:128) {};;\n99:256) json 100.5 GPU;;",
+            common::prefill::OOM_ABORT
+        ),
+        "qwen 3b.gguf",
+    );
+    b.rvl(&["--ubatch", "16,64,128,256", "--no-cpu"])
+        .env("XDG_STATE_HOME", fx.join("state"))
+        .run()
+        .expect_code(exit::PROBLEMS);
+}
+
+#[test]
+fn the_fastest_ubatch_that_ran_in_the_models_recorded_prefill_run_wins_over_the_build_rule() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    record_a_prefill_run(&fx);
+    let out = serve(&fx, &[])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().contains(" --ubatch-size 64\n"), "{out}");
+    let doc = serve(&fx, &["--json"])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(
+        doc["ubatch_from"],
+        "smoke-bench --gguf record /state/rvl/prefill/qwen 3b.gguf.json"
+    );
+    // Another model has no record: the build's rule.
+    let other = rvl(&["serve", "--print", "--json"])
+        .root(&fx)
+        .arg("/models/other.gguf")
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(other["ubatch_from"], "tiles patch");
+    assert!(other["command_line"]
+        .as_str()
+        .unwrap()
+        .ends_with("--ubatch-size 512"));
+}
+
+#[test]
+fn a_damaged_record_is_ignored_with_a_warning_and_the_build_rule_applies() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, false);
+    fx.write("state/rvl/prefill/qwen 3b.gguf.json", "{ not json");
+    let out = serve(&fx, &[])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().ends_with(" --ubatch-size 64\n"), "{out}");
+    assert!(
+        out.stderr().contains(
+            "rvl serve: ignoring the smoke-bench record /state/rvl/prefill/qwen 3b.gguf.json"
+        ),
+        "{out}"
+    );
 }

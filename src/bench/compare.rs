@@ -3,7 +3,6 @@
 //! by ubatch, precision and label.
 
 use std::fmt::Write;
-use std::io::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -13,39 +12,8 @@ use super::report::Report;
 use crate::error::Error;
 use crate::output::Style;
 
-/// Write `doc` (the document `--json` prints) atomically (temporary file + rename), so a crash
-/// never leaves half a file.
-pub fn save(path: &Path, doc: &impl Serialize) -> Result<(), Error> {
-    let dir = save_dir(path);
-    let io = |e: std::io::Error| Error::io("--save", path, e);
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    serde_json::to_writer_pretty(&mut tmp, doc).map_err(|e| io(e.into()))?;
-    tmp.write_all(b"\n").map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
-}
-
-fn save_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
-}
-
-/// Before any benchmarking: can `save` write `path`? It makes the same temporary file `save`
-/// will (and removes it at once), so a run of minutes does not end in a permission error.
-pub fn check_writable(path: &Path) -> Result<(), Error> {
-    let io = |e: std::io::Error| Error::io("--save", path, e);
-    if path.is_dir() {
-        return Err(io(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "is a directory",
-        )));
-    }
-    tempfile::NamedTempFile::new_in(save_dir(path)).map_err(io)?;
-    Ok(())
-}
+// One writer for every saved result (the prefill bench's too).
+pub use crate::saved::{check_writable, save};
 
 /// Read a saved result: the `--json` document of this version (the envelope, whose
 /// `schema_version` and report fields are at the top level) or a file saved by an earlier

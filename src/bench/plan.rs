@@ -5,9 +5,9 @@ use super::kernels::Precision;
 use super::model::{self, Model};
 use crate::cli::BenchArgs;
 
-pub const DEFAULT_UBATCHES: [u32; 6] = [16, 32, 64, 128, 256, 512];
-/// Largest ubatch accepted: llama.cpp's own default batch limit is far below this.
-pub const MAX_UBATCH: u32 = 8192;
+/// The sweep and its limit are shared with `smoke-bench --gguf` (in crate::llama, which builds
+/// without the bench feature).
+pub use crate::llama::{MAX_UBATCH, UBATCH_SWEEP as DEFAULT_UBATCHES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

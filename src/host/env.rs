@@ -9,6 +9,8 @@ pub const NAMES: &[&str] = &[
     "XDG_CONFIG_DIRS",
     "XDG_DATA_HOME",
     "XDG_DATA_DIRS",
+    // Where smoke-bench --gguf records its last run per model, for rvl serve.
+    "XDG_STATE_HOME",
     "VK_DRIVER_FILES",
     "VK_ICD_FILENAMES",
     "VK_ADD_DRIVER_FILES",

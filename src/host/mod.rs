@@ -2,6 +2,7 @@
 
 pub mod boot;
 pub mod chase;
+pub mod cpus;
 pub mod devfreq;
 pub mod devicetree;
 pub mod env;

@@ -230,6 +230,26 @@ pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// The first `n` bytes (fewer when the file is shorter) of a regular file at a host path and
+/// the file's size, with [`read_regular`]'s guards: a file's magic, without reading a model of
+/// gigabytes.
+pub fn read_head(path: &Path, n: usize) -> io::Result<(Vec<u8>, u64)> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut buf = Vec::with_capacity(n);
+    file.take(n as u64).read_to_end(&mut buf)?;
+    Ok((buf, meta.len()))
+}
+
 /// [`read_regular`] as text; invalid UTF-8 is an error naming the file (YAML and JSON inputs).
 pub fn read_regular_string(path: &Path, cap: u64) -> io::Result<String> {
     String::from_utf8(read_regular(path, cap)?).map_err(|_| {

@@ -1,0 +1,185 @@
+//! `--gguf … --compare FILE`: this run beside a saved one, per ubatch and side (GPU, CPU): the
+//! status before and now, t/s before and now, and the change. Pure.
+
+use serde::Serialize;
+
+use super::report::{Case, Report, Side, Status};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    pub ubatch: u32,
+    pub side: Side,
+    pub before_status: Option<Status>,
+    pub after_status: Status,
+    pub before_tokens_per_s: Option<f64>,
+    pub after_tokens_per_s: Option<f64>,
+    /// after / before - 1, when both ran ok.
+    pub change: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    /// The saved run's llama.cpp build and driver, to say what changed.
+    pub before_build: Option<String>,
+    pub before_driver: Option<String>,
+    /// Set when the saved run measured another model file or prompt: the numbers do not
+    /// compare.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    pub rows: Vec<Row>,
+}
+
+fn cases(r: &Report) -> impl Iterator<Item = (u32, &Case)> {
+    r.ubatches.iter().flat_map(|u| {
+        std::iter::once(&u.gpu)
+            .chain(u.cpu.as_ref())
+            .map(move |c| (u.ubatch, c))
+    })
+}
+
+/// "b5163 (8cf427ff)", as far as llama-bench said.
+pub fn build_id(r: &Report) -> Option<String> {
+    let b = &r.llama_bench;
+    match (b.build_number, &b.build_commit) {
+        (Some(n), Some(c)) => Some(format!("b{n} ({c})")),
+        (None, Some(c)) => Some(c.clone()),
+        (Some(n), None) => Some(format!("b{n}")),
+        (None, None) => None,
+    }
+}
+
+pub fn driver(r: &Report) -> Option<String> {
+    r.vulkan_device
+        .as_ref()
+        .map(|d| format!("{} {}", d.driver_name, d.driver_info))
+}
+
+pub fn compare(before: &Report, now: &Report) -> Comparison {
+    let old: Vec<(u32, &Case)> = cases(before).collect();
+    let rows = cases(now)
+        .map(|(ub, c)| {
+            let b = old
+                .iter()
+                .find(|(u, o)| *u == ub && o.side == c.side)
+                .map(|p| p.1);
+            let (bt, at) = (b.and_then(Case::ok_rate), c.ok_rate());
+            Row {
+                ubatch: ub,
+                side: c.side,
+                before_status: b.map(|b| b.status),
+                after_status: c.status,
+                before_tokens_per_s: bt,
+                after_tokens_per_s: at,
+                change: match (bt, at) {
+                    (Some(x), Some(y)) if x > 0.0 => Some(y / x - 1.0),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    let mut differs = Vec::new();
+    if before.model.file_name != now.model.file_name {
+        differs.push(format!(
+            "model {} (now {})",
+            before.model.file_name, now.model.file_name
+        ));
+    }
+    if before.prompt_tokens != now.prompt_tokens {
+        differs.push(format!(
+            "pp{} (now pp{})",
+            before.prompt_tokens, now.prompt_tokens
+        ));
+    }
+    Comparison {
+        before_build: build_id(before),
+        before_driver: driver(before),
+        warning: (!differs.is_empty()).then(|| {
+            format!(
+                "the saved run measured {}: the numbers do not compare",
+                differs.join(", ")
+            )
+        }),
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::report::{LlamaBench, ModelFile, UbatchRow};
+    use super::*;
+
+    pub fn case(side: Side, status: Status, tps: Option<f64>) -> Case {
+        Case {
+            side,
+            status,
+            tokens_per_s: tps,
+            stddev_tokens_per_s: None,
+            samples_tokens_per_s: Vec::new(),
+            exit: "exit status 0".into(),
+            detail: None,
+            stderr_tail: Vec::new(),
+            seconds: 1.0,
+            argv: Vec::new(),
+        }
+    }
+
+    fn report(rows: Vec<UbatchRow>) -> Report {
+        Report {
+            tool: "rvl smoke-bench 0".into(),
+            model: ModelFile {
+                path: "/m/a.gguf".into(),
+                file_name: "a.gguf".into(),
+                bytes: 1,
+                model_type: None,
+                n_params: None,
+            },
+            prompt_tokens: 512,
+            llama_bench: LlamaBench::default(),
+            vulkan_device: None,
+            cpu_threads: None,
+            case_timeout_s: 300,
+            ubatches: rows,
+            best_gpu_ubatch: None,
+            notes: Vec::new(),
+            problems: false,
+        }
+    }
+
+    fn row(ub: u32, gpu: Case) -> UbatchRow {
+        UbatchRow {
+            ubatch: ub,
+            gpu,
+            cpu: None,
+            gpu_cpu_ratio: None,
+            gpu_prompt_5000_s: None,
+        }
+    }
+
+    #[test]
+    fn a_ubatch_that_crashed_before_and_runs_now_shows_both_statuses() {
+        let before = report(vec![
+            row(64, case(Side::Gpu, Status::Ok, Some(20.0))),
+            row(128, case(Side::Gpu, Status::OutOfDeviceMemory, None)),
+        ]);
+        let now = report(vec![
+            row(64, case(Side::Gpu, Status::Ok, Some(30.0))),
+            row(128, case(Side::Gpu, Status::Ok, Some(40.0))),
+            row(256, case(Side::Gpu, Status::Ok, Some(41.0))),
+        ]);
+        let c = compare(&before, &now);
+        assert_eq!(c.warning, None);
+        assert!((c.rows[0].change.unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(c.rows[1].before_status, Some(Status::OutOfDeviceMemory));
+        assert_eq!(
+            (c.rows[1].after_status, c.rows[1].change),
+            (Status::Ok, None)
+        );
+        assert_eq!(c.rows[2].before_status, None);
+        let mut other = report(vec![]);
+        other.model.file_name = "b.gguf".into();
+        assert!(compare(&other, &now)
+            .warning
+            .unwrap()
+            .contains("model b.gguf"));
+    }
+}

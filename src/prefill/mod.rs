@@ -1,0 +1,460 @@
+//! `rvl smoke-bench --gguf MODEL.gguf`: llama.cpp's real prompt processing on this board, per
+//! ubatch, on the Vulkan device beside the CPU, with every crash caught and named.
+//!
+//! Flow: plan (pure, from flags) -> the model's GGUF magic -> which llama-bench (rvl's newest
+//! prefix or `--llama-bench`) and the environment rvl runs llama.cpp with -> one llama-bench
+//! process per case with a time limit ([`run`]) -> each case judged ([`parse`]) -> report ->
+//! `--compare`, `--save`, and the record per model that `rvl serve` takes its ubatch from
+//! ([`saved`]). Nothing here needs rvl's own Vulkan code (llama-bench brings its own), so it
+//! builds without the `bench` feature; with it, rvl's loader names the driver and Mesa version.
+
+pub mod compare;
+pub mod parse;
+pub mod plan;
+pub mod render;
+pub mod report;
+pub mod run;
+pub mod saved;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::cli;
+use crate::error::Error;
+use crate::exit;
+use crate::host::{self, Root};
+use crate::inventory::{Inventory, LlamaFacts, LlamaInstall};
+use crate::llama::{self, Tiles};
+use crate::output::{escape_line, sig3, Envelope, Outcome, Style};
+use crate::settings::Settings;
+use crate::vulkan::{DeviceInfo, VulkanProbe};
+
+use compare::Comparison;
+use parse::BenchLine;
+use plan::Plan;
+use report::{Case, LlamaBench, ModelFile, Report, Side, UbatchRow, VulkanDevice};
+
+/// The verb, as the envelope names it.
+const VERB: &str = "smoke-bench";
+
+/// A prefill run and what was done with it. In `--json` its report is the `prefill` section.
+#[derive(Debug, Serialize)]
+pub struct PrefillOutcome {
+    pub prefill: Report,
+    /// Against the `--compare` file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+    /// Where `--save` wrote the document (said in human output only).
+    #[serde(skip)]
+    pub saved: Option<PathBuf>,
+    /// Where the record for `rvl serve` went, or why it did not (human output only).
+    #[serde(skip)]
+    pub recorded: Result<String, String>,
+}
+
+impl Outcome for PrefillOutcome {
+    /// PROBLEMS when any run did not end ok (the sweep itself went on).
+    fn exit_code(&self) -> i32 {
+        if self.prefill.problems {
+            exit::PROBLEMS
+        } else {
+            exit::OK
+        }
+    }
+
+    fn human(&self, style: Style) -> String {
+        let mut out = render::render(&self.prefill, style);
+        if let Some(c) = &self.comparison {
+            out.push_str(&render::render_comparison(c, style));
+        }
+        out.push_str(&render::render_notes(&self.prefill.notes, style));
+        if let Some(path) = &self.saved {
+            let _ = writeln!(out, "saved: {}", escape_line(&path.display().to_string()));
+        }
+        match &self.recorded {
+            Ok(p) => {
+                let _ = writeln!(out, "recorded for rvl serve: {}", escape_line(p));
+            }
+            Err(why) => {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    style.yellow(&format!("not recorded for rvl serve: {}", escape_line(why)))
+                );
+            }
+        }
+        out
+    }
+}
+
+pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<PrefillOutcome> {
+    let root = Root::system();
+    // Flags and files first: a bad one is an error before minutes of benchmarking.
+    if let Some(path) = &args.save {
+        crate::saved::check_writable(path)?;
+    }
+    let baseline = args.compare.as_deref().map(saved::load).transpose()?;
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = plan::big_cores(&host::cpus::capacities(&root), available);
+    let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
+    let model = model_file(&plan.model)?;
+    let inv = inventory(&root, settings);
+    let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
+    let env = llama::launch_env(&inv);
+    let progress = settings.progress(args.json);
+    if progress {
+        eprintln!(
+            "smoke-bench: {} with {bench}, pp{}, {} runs of at most {} s each",
+            escape_line(&model.file_name),
+            plan.prompt,
+            plan.cases().len(),
+            plan.timeout.as_secs()
+        );
+    }
+    let (rows, line) = sweep(&plan, &bench, &env, progress);
+    let visible = env
+        .get("GGML_VK_VISIBLE_DEVICES")
+        .map(String::as_str)
+        .or(settings.env.get("GGML_VK_VISIBLE_DEVICES"));
+    let device = inv
+        .live_facts
+        .vulkan
+        .as_ref()
+        .and_then(|p| ggml_device(p, visible));
+    let report = build_report(&plan, model, &bench, install, line, device, rows);
+    let mut outcome = PrefillOutcome {
+        comparison: baseline.map(|b| compare::compare(&b, &report)),
+        prefill: report,
+        saved: None,
+        recorded: Err(String::new()),
+    };
+    let code = outcome.exit_code();
+    if let Some(path) = &args.save {
+        crate::saved::save(path, &Envelope::new(VERB, code, &outcome))?;
+        outcome.saved = Some(path.clone());
+    }
+    outcome.recorded = record(&outcome, &settings.env, code);
+    Ok(outcome)
+}
+
+/// The model file: its size and that it is GGUF (the magic), so a wrong path fails at once
+/// rather than as a dozen failed runs.
+fn model_file(path: &Path) -> Result<ModelFile, Error> {
+    let shown = path.display().to_string();
+    let (head, bytes) = crate::host::root::read_head(path, 4).map_err(|e| {
+        Error::BadInput(format!(
+            "--gguf {shown}: {}",
+            crate::host::root::describe(&e)
+        ))
+    })?;
+    if head != b"GGUF" {
+        return Err(Error::BadInput(format!(
+            "--gguf {shown}: not a GGUF model (it does not start with \"GGUF\")"
+        )));
+    }
+    Ok(ModelFile {
+        path: shown.clone(),
+        file_name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or(shown),
+        bytes,
+        model_type: None,
+        n_params: None,
+    })
+}
+
+/// What rvl's launch environment is decided from: the process environment, rvl's llama.cpp
+/// prefixes and ICD, and the Vulkan devices rvl's loader sees (the panvk index, the driver).
+fn inventory(root: &Root, settings: &Settings) -> Inventory {
+    let mut inv = Inventory {
+        live: true,
+        env: settings.env.clone(),
+        ..Default::default()
+    };
+    inv.live_facts.vulkan = Some(crate::vulkan::probe(
+        settings.vars.vulkan_library.as_deref(),
+    ));
+    inv.llama = host::llama::facts(root, &inv);
+    inv
+}
+
+/// `--llama-bench PATH`, else the newest complete rvl prefix's; with the install it belongs
+/// to, if any (for its patch level).
+fn choose_bench<'a>(
+    given: Option<&Path>,
+    facts: &'a LlamaFacts,
+) -> Result<(String, Option<&'a LlamaInstall>), Error> {
+    if let Some(p) = given {
+        let shown = p.display().to_string();
+        if !p.is_file() {
+            return Err(Error::Usage(format!("--llama-bench {shown}: no such file")));
+        }
+        let inst = install_of(&shown, facts);
+        return Ok((shown, inst));
+    }
+    match llama::newest(facts).filter(|i| i.bench_executable) {
+        Some(i) => Ok((i.bench(), Some(i))),
+        None => Err(Error::Tool(format!(
+            "no llama-bench to run: rvl's llama.cpp is not installed (no {}/{}*/bin/llama-bench); fix: sudo rvl setup --only llama-cpp, or name one with --llama-bench PATH",
+            llama::PREFIX_PARENT,
+            llama::PREFIX_NAME
+        ))),
+    }
+}
+
+/// The rvl install a llama-bench path belongs to (its prefix's `bin/`), if any.
+fn install_of<'a>(bench: &str, facts: &'a LlamaFacts) -> Option<&'a LlamaInstall> {
+    facts
+        .installs
+        .iter()
+        .find(|i| bench.starts_with(&format!("{}/bin/", i.prefix)))
+}
+
+/// The device ggml's Vulkan backend uses first: the first index of GGML_VK_VISIBLE_DEVICES,
+/// else the first device that is not a CPU implementation (ggml skips those).
+pub fn ggml_device(probe: &VulkanProbe, visible: Option<&str>) -> Option<VulkanDevice> {
+    let d: &DeviceInfo = match visible {
+        Some(v) => {
+            let i: usize = v.split(',').next()?.trim().parse().ok()?;
+            probe.devices.get(i)?
+        }
+        None => probe.devices.iter().find(|d| !d.is_cpu())?,
+    };
+    Some(VulkanDevice {
+        index: d.index,
+        name: d.name.clone(),
+        kind: d.kind.clone(),
+        driver_name: d.driver_name.clone(),
+        driver_info: d.driver_info.clone(),
+        driver_version: d.driver_version.clone(),
+    })
+}
+
+/// Every case, in order, each in its own process; a failure is a result and the sweep goes on.
+/// Also the first llama-bench JSON line read (its build id, the model's description).
+fn sweep(
+    plan: &Plan,
+    bench: &str,
+    env: &BTreeMap<String, String>,
+    progress: bool,
+) -> (Vec<UbatchRow>, Option<BenchLine>) {
+    let cases = plan.cases();
+    let mut first_line: Option<BenchLine> = None;
+    let mut done: Vec<(u32, Case)> = Vec::new();
+    for (i, &(ub, side)) in cases.iter().enumerate() {
+        let argv = plan.argv(bench, ub, side);
+        if progress {
+            eprintln!(
+                "smoke-bench: [{}/{}] ubatch {ub} on the {}",
+                i + 1,
+                cases.len(),
+                side.name()
+            );
+        }
+        let raw = run::run(&argv, env, plan.timeout);
+        let (mut case, line) =
+            parse::classify(side, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
+        case.seconds = raw.seconds;
+        case.argv = argv;
+        if progress {
+            let result = match case.ok_rate() {
+                Some(t) => format!("{} t/s", sig3(t)),
+                None => format!("{} ({})", case.status.name(), case.exit),
+            };
+            eprintln!(
+                "smoke-bench: [{}/{}] ubatch {ub} on the {}: {result} in {}",
+                i + 1,
+                cases.len(),
+                side.name(),
+                crate::output::duration(case.seconds)
+            );
+        }
+        if first_line.is_none() {
+            first_line = line;
+        }
+        done.push((ub, case));
+    }
+    let rows = plan
+        .ubatches
+        .iter()
+        .filter_map(|&ub| {
+            let pick = |s: Side| {
+                done.iter()
+                    .find(|(u, c)| *u == ub && c.side == s)
+                    .map(|p| p.1.clone())
+            };
+            let gpu = pick(Side::Gpu)?;
+            let cpu = pick(Side::Cpu);
+            let g = gpu.ok_rate();
+            Some(UbatchRow {
+                ubatch: ub,
+                gpu_cpu_ratio: g
+                    .zip(cpu.as_ref().and_then(Case::ok_rate))
+                    .map(|(g, c)| g / c),
+                gpu_prompt_5000_s: g.map(|t| f64::from(report::PROMPT_TOKENS) / t),
+                gpu,
+                cpu,
+            })
+        })
+        .collect();
+    (rows, first_line)
+}
+
+fn patch_words(inst: &LlamaInstall) -> Option<String> {
+    let stamp = inst.stamp.as_ref()?;
+    let l = llama::patch_level(stamp, &llama::rvl_series());
+    let tiles = match l.key {
+        Tiles::Current => "current",
+        Tiles::Older => "an older revision",
+        Tiles::Missing => "missing",
+    };
+    Some(format!(
+        "{} of {} rvl patches current, tiles patch {tiles}",
+        l.current, l.of
+    ))
+}
+
+fn build_report(
+    plan: &Plan,
+    mut model: ModelFile,
+    bench: &str,
+    install: Option<&LlamaInstall>,
+    line: Option<BenchLine>,
+    device: Option<VulkanDevice>,
+    rows: Vec<UbatchRow>,
+) -> Report {
+    let line = line.unwrap_or_default();
+    model.model_type = line.model_type.clone();
+    model.n_params = line.model_n_params;
+    let mut notes = vec![
+        "CPU runs pass -ngl 0 -dev none: with -ngl 0 alone llama.cpp still sends batches of 32 or more tokens to the Vulkan device".to_string(),
+        format!(
+            "the prefill time is {} tokens at the measured pp{} rate; attention grows with the context, so a real prompt of that length takes somewhat longer",
+            report::PROMPT_TOKENS, plan.prompt
+        ),
+        "no GEMM prediction beside it: rvl smoke-bench --model PRESET (without --gguf) predicts a preset's GEMM-only rate".to_string(),
+    ];
+    if let Some(d) = &device {
+        if d.kind == "cpu" {
+            notes.push("the Vulkan device is a CPU implementation (lavapipe): its GPU runs compete with the CPU runs for the same cores".into());
+        }
+    }
+    let problems = rows.iter().any(|r| {
+        std::iter::once(&r.gpu)
+            .chain(r.cpu.as_ref())
+            .any(|c| c.status != report::Status::Ok)
+    });
+    Report {
+        tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
+        model,
+        prompt_tokens: plan.prompt,
+        llama_bench: LlamaBench {
+            path: bench.to_string(),
+            build_commit: line.build_commit,
+            build_number: line.build_number,
+            backends: line.backends,
+            gpu_info: line.gpu_info.filter(|g| !g.trim().is_empty()),
+            rvl_prefix: install.map(|i| i.prefix.clone()),
+            patch_level: install.and_then(patch_words),
+        },
+        vulkan_device: device,
+        cpu_threads: plan.cpu.then_some(plan.threads),
+        case_timeout_s: plan.timeout.as_secs(),
+        best_gpu_ubatch: report::best_gpu_ubatch(&rows),
+        ubatches: rows,
+        notes,
+        problems,
+    }
+}
+
+/// Write the record `rvl serve` reads for this model; its path, or why there is none.
+fn record(
+    outcome: &PrefillOutcome,
+    env: &crate::inventory::Env,
+    code: i32,
+) -> Result<String, String> {
+    let path = saved::record_path(env, &outcome.prefill.model.file_name)
+        .ok_or_else(|| "no state directory (neither XDG_STATE_HOME nor HOME is set)".to_string())?;
+    let p = Path::new(&path);
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    crate::saved::save(p, &Envelope::new(VERB, code, outcome)).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(index: usize, name: &str, kind: &str) -> DeviceInfo {
+        DeviceInfo {
+            index,
+            name: name.into(),
+            kind: kind.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_llama_bench_in_an_rvl_prefix_reports_that_builds_patch_level() {
+        use crate::inventory::{LlamaStamp, StampPatch};
+        let series = llama::rvl_series();
+        let inst = LlamaInstall {
+            prefix: "/opt/rvl/llama.cpp-0.3.36-rvl1".into(),
+            stamp: Some(LlamaStamp {
+                project: "llama.cpp".into(),
+                version: "0.3.36".into(),
+                source_sha256: String::new(),
+                patches: series
+                    .iter()
+                    .map(|(n, s)| StampPatch {
+                        name: n.clone(),
+                        sha256: s.clone(),
+                    })
+                    .collect(),
+            }),
+            stamp_error: None,
+            server_executable: true,
+            bench_executable: true,
+        };
+        let facts = LlamaFacts {
+            installs: vec![inst],
+            ..Default::default()
+        };
+        let found = install_of("/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-bench", &facts).unwrap();
+        assert_eq!(
+            patch_words(found).unwrap(),
+            format!(
+                "{n} of {n} rvl patches current, tiles patch current",
+                n = series.len()
+            )
+        );
+        assert!(install_of("/usr/local/bin/llama-bench", &facts).is_none());
+        assert!(install_of("/opt/rvl/llama.cpp-0.3.36-rvl10/bin/llama-bench", &facts).is_none());
+    }
+
+    #[test]
+    fn the_device_ggml_uses_is_the_visible_one_else_the_first_real_gpu() {
+        let probe = VulkanProbe {
+            error: None,
+            devices: vec![
+                dev(0, "llvmpipe", "cpu"),
+                dev(1, "Mali-G610", "integrated-gpu"),
+            ],
+        };
+        assert_eq!(ggml_device(&probe, None).unwrap().name, "Mali-G610");
+        assert_eq!(ggml_device(&probe, Some("0")).unwrap().name, "llvmpipe");
+        assert!(ggml_device(&probe, Some("7")).is_none());
+        let cpu_only = VulkanProbe {
+            error: None,
+            devices: vec![dev(0, "llvmpipe", "cpu")],
+        };
+        assert!(ggml_device(&cpu_only, None).is_none());
+    }
+}

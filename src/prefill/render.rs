@@ -1,0 +1,245 @@
+//! Human output of a prefill run: what was measured with what, the per-ubatch table (markdown,
+//! so it pastes into an issue as it is), the failures with their last stderr lines, the
+//! comparison, the notes. Pure; every text taken from llama-bench or a file is escaped.
+
+use std::fmt::Write;
+
+use super::compare::{self, Comparison};
+use super::report::{Case, Report, Status};
+use crate::output::{duration, escape_line, sig3, Style};
+
+fn size(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{} KiB", sig3(bytes as f64 / 1024.0))
+    } else {
+        format!("{} MiB", sig3(bytes as f64 / 1048576.0))
+    }
+}
+
+pub fn render(r: &Report, style: Style) -> String {
+    let mut o = String::new();
+    header(&mut o, r, style);
+    table(&mut o, r, style);
+    failures(&mut o, r, style);
+    o
+}
+
+fn header(o: &mut String, r: &Report, style: Style) {
+    let m = &r.model;
+    let _ = writeln!(
+        o,
+        "{} {} ({}{}), pp{}, {} repetitions per run",
+        style.bold("rvl smoke-bench --gguf:"),
+        escape_line(&m.file_name),
+        m.model_type
+            .as_deref()
+            .map(|t| format!("{}, ", escape_line(t)))
+            .unwrap_or_default(),
+        size(m.bytes),
+        r.prompt_tokens,
+        super::plan::REPETITIONS
+    );
+    let b = &r.llama_bench;
+    let mut line = format!("llama-bench: {}", escape_line(&b.path));
+    if let Some(id) = compare::build_id(r) {
+        let _ = write!(line, ", build {}", escape_line(&id));
+    }
+    if let Some(p) = &b.rvl_prefix {
+        let _ = write!(
+            line,
+            " (rvl's {}{})",
+            escape_line(p),
+            b.patch_level
+                .as_deref()
+                .map(|l| format!("; {}", escape_line(l)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(o, "{line}");
+    if let Some(d) = &r.vulkan_device {
+        let _ = writeln!(
+            o,
+            "Vulkan device {}: {} ({} {}, driver {})",
+            d.index,
+            escape_line(&d.name),
+            escape_line(&d.driver_name),
+            escape_line(&d.driver_info),
+            escape_line(&d.driver_version)
+        );
+    }
+    match r.cpu_threads {
+        Some(t) => {
+            let _ = writeln!(o, "CPU runs: {t} threads (the big cores), no GPU device");
+        }
+        None => {
+            let _ = writeln!(o, "CPU runs: skipped (--no-cpu)");
+        }
+    }
+}
+
+/// 5000 -> "5,000".
+fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn rate(c: Option<&Case>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => c.ok_rate().map(sig3).unwrap_or_else(|| "-".into()),
+    }
+}
+
+/// "ok", or each side that did not end ok with its status and how it ended.
+fn status_cell(gpu: &Case, cpu: Option<&Case>, style: Style) -> String {
+    let bad: Vec<String> = std::iter::once(("GPU", gpu))
+        .chain(cpu.map(|c| ("CPU", c)))
+        .filter(|(_, c)| c.status != Status::Ok)
+        .map(|(side, c)| match c.status {
+            Status::Crashed | Status::OutOfDeviceMemory => {
+                format!("{side} {} ({})", c.status.name(), c.exit)
+            }
+            _ => format!("{side} {}", c.status.name()),
+        })
+        .collect();
+    if bad.is_empty() {
+        style.green("ok")
+    } else {
+        style.red(&bad.join("; "))
+    }
+}
+
+fn table(o: &mut String, r: &Report, style: Style) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) | status |",
+        p = r.prompt_tokens,
+        tokens = thousands(super::report::PROMPT_TOKENS)
+    );
+    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---|");
+    for u in &r.ubatches {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            u.ubatch,
+            rate(Some(&u.gpu)),
+            rate(u.cpu.as_ref()),
+            u.gpu_cpu_ratio
+                .map(|x| format!("{}x", sig3(x)))
+                .unwrap_or_else(|| "-".into()),
+            u.gpu_prompt_5000_s
+                .map(duration)
+                .unwrap_or_else(|| "-".into()),
+            status_cell(&u.gpu, u.cpu.as_ref(), style)
+        );
+    }
+    let _ = writeln!(o);
+    match r.best_gpu_ubatch {
+        Some(b) => {
+            let _ = writeln!(
+                o,
+                "fastest GPU ubatch that ran: {b} (rvl serve {} uses it)",
+                escape_line(&r.model.file_name)
+            );
+        }
+        None => {
+            let _ = writeln!(o, "{}", style.red("no GPU run ended ok"));
+        }
+    }
+}
+
+fn failures(o: &mut String, r: &Report, style: Style) {
+    let bad: Vec<(u32, &Case)> = r
+        .ubatches
+        .iter()
+        .flat_map(|u| {
+            std::iter::once(&u.gpu)
+                .chain(u.cpu.as_ref())
+                .map(move |c| (u.ubatch, c))
+        })
+        .filter(|(_, c)| c.status != Status::Ok)
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", style.red("runs that did not end ok:"));
+    for (ub, c) in bad {
+        let side = c.side.name();
+        let _ = writeln!(
+            o,
+            "  ✗ ubatch {ub} {side}: {} ({}){}",
+            c.status.name(),
+            escape_line(&c.exit),
+            c.detail
+                .as_deref()
+                .map(|d| format!(": {}", escape_line(d)))
+                .unwrap_or_default()
+        );
+        for l in &c.stderr_tail {
+            // Already escaped when kept.
+            let _ = writeln!(o, "      {}", style.dim(&format!("│ {l}")));
+        }
+    }
+}
+
+pub fn render_comparison(c: &Comparison, style: Style) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o);
+    let mut title = "compared with the saved run".to_string();
+    if let Some(b) = &c.before_build {
+        let _ = write!(title, " (llama.cpp {}", escape_line(b));
+        if let Some(d) = &c.before_driver {
+            let _ = write!(title, ", {}", escape_line(d));
+        }
+        title.push(')');
+    }
+    let _ = writeln!(o, "{}", style.bold(&title));
+    if let Some(w) = &c.warning {
+        let _ = writeln!(
+            o,
+            "{}",
+            style.yellow(&format!("warning: {}", escape_line(w)))
+        );
+    }
+    let _ = writeln!(o, "| ubatch | side | before | now | change |");
+    let _ = writeln!(o, "|---:|---|---:|---:|---:|");
+    let cell = |s: Option<Status>, t: Option<f64>| match (s, t) {
+        (_, Some(t)) => format!("{} t/s", sig3(t)),
+        (Some(s), None) => s.name().to_string(),
+        (None, None) => "-".into(),
+    };
+    for r in &c.rows {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            r.ubatch,
+            r.side.name(),
+            cell(r.before_status, r.before_tokens_per_s),
+            cell(Some(r.after_status), r.after_tokens_per_s),
+            r.change
+                .map(|x| format!("{:+.0}%", x * 100.0))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    o
+}
+
+pub fn render_notes(notes: &[String], style: Style) -> String {
+    let mut o = String::new();
+    if !notes.is_empty() {
+        let _ = writeln!(o);
+        for n in notes {
+            let _ = writeln!(o, "{}", style.dim(&format!("note: {}", escape_line(n))));
+        }
+    }
+    o
+}

@@ -1,0 +1,164 @@
+//! The result of a `smoke-bench --gguf` run as data: what `--json` prints under `prefill`, what
+//! `--save` writes and what `rvl serve` reads back. Plain serde types, no IO.
+
+use serde::{Deserialize, Serialize};
+
+/// Prompt length the table's prefill time is given for (an agent's prompt; as in the GEMM
+/// report).
+pub const PROMPT_TOKENS: u32 = 5000;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// "rvl smoke-bench 0.1.0".
+    pub tool: String,
+    pub model: ModelFile,
+    /// Prompt tokens per llama-bench run (`-p`).
+    pub prompt_tokens: u32,
+    pub llama_bench: LlamaBench,
+    /// The Vulkan device ggml uses as rvl's own loader sees it (driver and Mesa version), when
+    /// rvl could look.
+    pub vulkan_device: Option<VulkanDevice>,
+    /// Threads of the CPU runs (the big cores), None with `--no-cpu`.
+    pub cpu_threads: Option<usize>,
+    pub case_timeout_s: u64,
+    pub ubatches: Vec<UbatchRow>,
+    /// The fastest ubatch whose GPU run was ok: what `rvl serve` uses for this model.
+    pub best_gpu_ubatch: Option<u32>,
+    pub notes: Vec<String>,
+    /// True when any run did not end ok.
+    pub problems: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelFile {
+    pub path: String,
+    /// The file name, the key `rvl serve` looks the run up by.
+    pub file_name: String,
+    pub bytes: u64,
+    /// llama-bench's description of it ("llama 7B Q4_0"), from the first run that printed one.
+    pub model_type: Option<String>,
+    pub n_params: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LlamaBench {
+    pub path: String,
+    /// llama.cpp's build id as llama-bench reports it.
+    pub build_commit: Option<String>,
+    pub build_number: Option<i64>,
+    /// The backends llama-bench was built with ("Vulkan"), and its GPU as ggml names it.
+    pub backends: Option<String>,
+    pub gpu_info: Option<String>,
+    /// The rvl prefix the binary belongs to (`/opt/rvl/llama.cpp-0.3.36-rvl1`), if it does.
+    pub rvl_prefix: Option<String>,
+    /// That build's patches against this rvl's series: "2 of 2 current, tiles patch current".
+    pub patch_level: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VulkanDevice {
+    pub index: usize,
+    pub name: String,
+    /// `cpu` for lavapipe, else the GPU kind (`integrated-gpu`, ...).
+    pub kind: String,
+    pub driver_name: String,
+    /// The driver's own version text (Mesa's "Mesa 26.1.0").
+    pub driver_info: String,
+    pub driver_version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UbatchRow {
+    pub ubatch: u32,
+    pub gpu: Case,
+    pub cpu: Option<Case>,
+    /// GPU t/s over CPU t/s, when both ran ok.
+    pub gpu_cpu_ratio: Option<f64>,
+    /// Seconds for a 5,000-token prompt at the GPU's measured rate.
+    pub gpu_prompt_5000_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    /// The driver ran out of device memory (`ErrorOutOfDeviceMemory`: panvk above ubatch 64
+    /// without rvl's tiles patch).
+    OutOfDeviceMemory,
+    /// A GPU run found no Vulkan device, so its figure would be the CPU's.
+    NoVulkanDevice,
+    /// Killed by a signal (SIGABRT, SIGSEGV, ...).
+    Crashed,
+    /// Exited with a non-zero status.
+    Failed,
+    /// Ran past `--case-timeout` and was killed.
+    Timeout,
+    /// Exited 0 but printed no pp result rvl could read.
+    BadOutput,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::OutOfDeviceMemory => "out of device memory",
+            Status::NoVulkanDevice => "no Vulkan device",
+            Status::Crashed => "crashed",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+            Status::BadOutput => "bad output",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Gpu,
+    Cpu,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Gpu => "GPU",
+            Side::Cpu => "CPU",
+        }
+    }
+}
+
+/// One llama-bench process: one ubatch on the GPU or on the CPU.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Case {
+    pub side: Side,
+    pub status: Status,
+    /// Mean prompt tokens per second over llama-bench's repetitions.
+    pub tokens_per_s: Option<f64>,
+    pub stddev_tokens_per_s: Option<f64>,
+    #[serde(default)]
+    pub samples_tokens_per_s: Vec<f64>,
+    /// How it ended: "exit status 0", "exit status 3", "SIGABRT", "killed after 300 s".
+    pub exit: String,
+    /// What rvl recognised, in one line (the out-of-memory call, the error line).
+    pub detail: Option<String>,
+    /// The last stderr lines of a run that did not end ok, control bytes escaped.
+    #[serde(default)]
+    pub stderr_tail: Vec<String>,
+    pub seconds: f64,
+    /// The command run (llama-bench and its arguments).
+    pub argv: Vec<String>,
+}
+
+impl Case {
+    pub fn ok_rate(&self) -> Option<f64> {
+        self.tokens_per_s.filter(|_| self.status == Status::Ok)
+    }
+}
+
+/// The fastest ubatch whose GPU run was ok.
+pub fn best_gpu_ubatch(rows: &[UbatchRow]) -> Option<u32> {
+    rows.iter()
+        .filter_map(|r| r.gpu.ok_rate().map(|t| (r.ubatch, t)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(u, _)| u)
+}

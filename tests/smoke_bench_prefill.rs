@@ -1,0 +1,237 @@
+//! `rvl smoke-bench --gguf`: the real binary against a stand-in llama-bench (a sh script that
+//! prints llama-bench's `-o json` output, crashes, hangs or prints garbage on chosen cases).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::prefill::{stand_in, OOM_ABORT};
+use rvl::exit;
+
+#[test]
+fn a_run_that_succeeds_gives_the_table_with_gpu_cpu_and_their_ratio() {
+    let b = stand_in("");
+    let out = b.rvl(&["--ubatch", "64,16"]).run().expect_code(exit::OK);
+    let s = out.stdout();
+    for needle in [
+        "| ubatch | GPU pp512 t/s | CPU pp512 t/s | GPU/CPU | 5,000-token prefill time (GPU) | status |",
+        "| 16 | 32.5 | 20.5 | 1.59x | 2.6 min | ok |",
+        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "fastest GPU ubatch that ran: 64",
+        "build b7000 (abc1234)",
+    ] {
+        assert!(s.contains(needle), "{needle:?}: {out}");
+    }
+    // A progress line per case on stderr, in order.
+    let progress: Vec<&str> = out
+        .stderr()
+        .lines()
+        .filter(|l| l.starts_with("smoke-bench: [") && l.contains(" t/s in "))
+        .collect();
+    assert_eq!(progress.len(), 4, "{out}");
+    assert!(progress[0].starts_with("smoke-bench: [1/4] ubatch 16 on the GPU: 32.5 t/s"));
+    // GPU runs offload every layer; CPU runs get no device at all and an explicit thread count.
+    let calls = b.calls();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 4, "{calls}");
+    assert!(
+        lines[0].ends_with("-p 512 -n 0 -b 512 -ub 16 -r 3 -o json -ngl 99"),
+        "{calls}"
+    );
+    assert!(
+        lines[1].contains("-ub 16 -r 3 -o json -ngl 0 -dev none -t "),
+        "{calls}"
+    );
+    assert!(b.record().is_file(), "the record for rvl serve: {out}");
+}
+
+#[test]
+fn an_abort_at_one_ubatch_is_named_with_its_stderr_lines_and_the_sweep_goes_on() {
+    let b = stand_in(&format!(
+        "99:128) {OOM_ABORT};;\n0:256) echo 'ggml: segfault ahead' >&2; kill -SEGV $$;;"
+    ));
+    let out = b
+        .rvl(&["--ubatch", "64,128,256"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let s = out.stdout();
+    for needle in [
+        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "| 128 | - | 20.5 | - | - | GPU out of device memory (SIGABRT) |",
+        "| 256 | 512 | - | - | 9.76 s | CPU crashed (SIGSEGV) |",
+        "✗ ubatch 128 GPU: out of device memory (SIGABRT): what():  vk::CommandBuffer::end: ErrorOutOfDeviceMemory",
+        "│ terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'",
+        "✗ ubatch 256 CPU: crashed (SIGSEGV)",
+        "│ ggml: segfault ahead",
+        // The fastest GPU run that ended ok, not the crashed one.
+        "fastest GPU ubatch that ran: 256",
+    ] {
+        assert!(s.contains(needle), "{needle:?}: {out}");
+    }
+    assert_eq!(b.calls().lines().count(), 6, "every case ran");
+}
+
+#[test]
+fn a_hanging_run_is_killed_at_the_case_timeout_and_the_next_case_runs() {
+    let b = stand_in("99:64) echo 'waiting for the GPU' >&2; sleep 60;;");
+    let start = Instant::now();
+    let out = b
+        .rvl(&["--ubatch", "16,64", "--no-cpu", "--case-timeout", "1"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    let s = out.stdout();
+    for needle in [
+        "| 64 | - | - | - | - | GPU timeout |",
+        "✗ ubatch 64 GPU: timeout (killed after 1 s): no result within --case-timeout 1 s",
+        "│ waiting for the GPU",
+        "| 16 | 32.5 | - | - | 2.6 min | ok |",
+        "CPU runs: skipped (--no-cpu)",
+    ] {
+        assert!(s.contains(needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
+fn malformed_json_and_a_gpu_run_without_a_vulkan_device_get_their_own_status() {
+    let b = stand_in(
+        "99:16) echo '[ {\"n_prompt\": 512, '; exit 0;;\n99:32) json 20.1 \"\";;\n99:64) echo 'ggml_vulkan: No devices found.' >&2; exit 1;;",
+    );
+    let out = b
+        .rvl(&["--ubatch", "16,32,64", "--no-cpu", "--json"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let doc = out.stdout_json();
+    let rows = doc["prefill"]["ubatches"].as_array().unwrap();
+    let status = |i: usize| rows[i]["gpu"]["status"].as_str().unwrap();
+    assert_eq!(
+        (status(0), status(1), status(2)),
+        ("bad_output", "no_vulkan_device", "no_vulkan_device"),
+        "{out}"
+    );
+    assert!(rows[0]["gpu"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("cut short"));
+    assert_eq!(rows[1]["gpu"]["tokens_per_s"], serde_json::Value::Null);
+    assert_eq!(doc["prefill"]["best_gpu_ubatch"], serde_json::Value::Null);
+    assert_eq!(doc["exit_code"], exit::PROBLEMS);
+}
+
+#[test]
+fn save_then_compare_shows_a_crash_fixed_and_the_change_per_ubatch() {
+    let before = stand_in(&format!("99:128) {OOM_ABORT};;"));
+    let saved = before.path("before.json");
+    before
+        .rvl(&["--ubatch", "64,128", "--no-cpu", "--save"])
+        .arg(&saved)
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .expect_stdout("saved: ");
+    let after = stand_in("");
+    let out = after
+        .rvl(&["--ubatch", "64,128", "--no-cpu", "--compare"])
+        .arg(&saved)
+        .env("GPU_FACTOR", "3")
+        .run()
+        .expect_code(exit::OK);
+    for needle in [
+        "compared with the saved run (llama.cpp b7000 (abc1234)",
+        "| 64 | GPU | 128 t/s | 192 t/s | +50% |",
+        "| 128 | GPU | out of device memory | 384 t/s | - |",
+    ] {
+        assert!(out.stdout().contains(needle), "{needle:?}: {out}");
+    }
+    let doc = after
+        .rvl(&["--ubatch", "64,128", "--no-cpu", "--json", "--compare"])
+        .arg(&saved)
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(
+        doc["comparison"]["rows"][1]["before_status"],
+        "out_of_device_memory"
+    );
+    assert_eq!(doc["comparison"]["rows"][1]["after_status"], "ok");
+}
+
+#[test]
+fn compare_refuses_a_gemm_result_before_anything_runs() {
+    let b = stand_in("");
+    let gemm = b.path("gemm.json");
+    std::fs::write(
+        &gemm,
+        r#"{"schema_version": 1, "tool": "rvl smoke-bench 0.1.0", "ubatches": []}"#,
+    )
+    .unwrap();
+    b.rvl(&["--compare"])
+        .arg(&gemm)
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("a GEMM smoke-bench result");
+    assert_eq!(b.calls(), "", "nothing ran before the input error");
+}
+
+#[test]
+fn a_file_that_is_not_gguf_and_a_missing_llama_bench_are_refused_before_any_run() {
+    let b = stand_in("");
+    std::fs::write(&b.model, "not a model").unwrap();
+    b.rvl(&[])
+        .run()
+        .expect_code(exit::BAD_INPUT)
+        .expect_stderr("not a GGUF model");
+    let b = stand_in("");
+    common::rvl(&["smoke-bench", "--gguf"])
+        .arg(&b.model)
+        .args(&["--llama-bench", "/nonexistent/llama-bench"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("--llama-bench /nonexistent/llama-bench: no such file");
+}
+
+#[test]
+fn gguf_only_flags_without_gguf_and_gemm_only_flags_with_it_are_usage_errors() {
+    common::rvl(&["smoke-bench", "--prompt", "128"])
+        .run()
+        .expect_code(exit::USAGE);
+    let b = stand_in("");
+    b.rvl(&["--precision", "fp16"])
+        .run()
+        .expect_code(exit::USAGE);
+    b.rvl(&["--prompt", "0"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("--prompt 0");
+}
+
+#[cfg(feature = "bench")]
+#[test]
+fn a_users_ggml_vk_visible_devices_reaches_llama_bench_and_names_the_recorded_device() {
+    let Some(instance) = common::vulkan_instance() else {
+        return;
+    };
+    let b = stand_in("");
+    let doc = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+        .env("GGML_VK_VISIBLE_DEVICES", "0")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert!(
+        b.calls().starts_with("GGML_VK_VISIBLE_DEVICES=0 "),
+        "{}",
+        b.calls()
+    );
+    let d = &doc["prefill"]["vulkan_device"];
+    assert_eq!(d["index"], 0);
+    assert_eq!(d["name"], instance.devices[0].name.as_str());
+    assert_eq!(d["driver_info"], instance.devices[0].driver_info.as_str());
+    if instance.devices[0].kind == "cpu" {
+        let notes = doc["prefill"]["notes"].to_string();
+        assert!(notes.contains("CPU implementation (lavapipe)"), "{notes}");
+    }
+}
