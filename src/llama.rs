@@ -39,6 +39,23 @@ pub fn patch_level(stamp: &LlamaStamp, series: &[(String, String)]) -> PatchLeve
     crate::patchlevel::level(&stamp.patches, series, TILES_PATCH_SUFFIX)
 }
 
+/// `--ubatch` as given (the sweep when empty): each in 1..=MAX_UBATCH, sorted, once each.
+pub fn ubatch_list(given: &[u32]) -> Result<Vec<u32>, String> {
+    let mut ubatches = if given.is_empty() {
+        UBATCH_SWEEP.to_vec()
+    } else {
+        given.to_vec()
+    };
+    if let Some(bad) = ubatches.iter().find(|u| **u == 0 || **u > MAX_UBATCH) {
+        return Err(format!(
+            "--ubatch {bad}: each ubatch must be between 1 and {MAX_UBATCH}"
+        ));
+    }
+    ubatches.sort_unstable();
+    ubatches.dedup();
+    Ok(ubatches)
+}
+
 /// The install `rvl serve` runs and doctor judges: the newest with a build stamp.
 pub fn newest(facts: &LlamaFacts) -> Option<&LlamaInstall> {
     facts.installs.iter().find(|i| i.stamp.is_some())

@@ -41,18 +41,7 @@ pub struct Plan {
 impl Plan {
     pub fn from_args(args: &BenchArgs) -> Result<Plan, String> {
         let model = model::preset(&args.model)?;
-        let mut ubatches = if args.ubatch.is_empty() {
-            DEFAULT_UBATCHES.to_vec()
-        } else {
-            args.ubatch.clone()
-        };
-        if let Some(bad) = ubatches.iter().find(|u| **u == 0 || **u > MAX_UBATCH) {
-            return Err(format!(
-                "--ubatch {bad}: each ubatch must be between 1 and {MAX_UBATCH}"
-            ));
-        }
-        ubatches.sort_unstable();
-        ubatches.dedup();
+        let ubatches = crate::llama::ubatch_list(&args.ubatch)?;
         let precisions = if args.precision.is_empty() {
             None
         } else {

@@ -34,16 +34,9 @@ fn install(root: &Root, prefix: String) -> LlamaInstall {
 
 /// Everything but the live device listing (see [`list_devices`]).
 pub fn facts(root: &Root, inv: &Inventory) -> LlamaFacts {
-    let mut names: Vec<String> = root
-        .list_dir(PREFIX_PARENT)
-        .unwrap_or_default()
+    let installs = super::stamp::prefixes(root, PREFIX_NAME)
         .into_iter()
-        .filter(|n| n.starts_with(PREFIX_NAME))
-        .collect();
-    names.sort_by_key(|n| std::cmp::Reverse(crate::llama::version_key(n)));
-    let installs = names
-        .into_iter()
-        .map(|n| install(root, format!("{PREFIX_PARENT}/{n}")))
+        .map(|p| install(root, p))
         .collect();
     let path_dirs = inv.env.get("PATH").unwrap_or_default();
     let mut stock: Vec<String> = Vec::new();

@@ -8,6 +8,20 @@ use crate::inventory::LlamaStamp as BuildStamp;
 /// Build stamps are a few hundred bytes.
 const STAMP_CAP: u64 = 64 << 10;
 
+/// rvl's install prefixes whose directory name starts with `name` (`mesa-`, `llama.cpp-`),
+/// newest version first.
+pub fn prefixes(root: &Root, name: &str) -> Vec<String> {
+    let parent = crate::llama::PREFIX_PARENT;
+    let mut names: Vec<String> = root
+        .list_dir(parent)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with(name))
+        .collect();
+    names.sort_by_key(|n| std::cmp::Reverse(crate::llama::version_key(n)));
+    names.into_iter().map(|n| format!("{parent}/{n}")).collect()
+}
+
 /// (the stamp, why it is there but unusable) for the install at `prefix`.
 pub fn read(root: &Root, prefix: &str) -> (Option<BuildStamp>, Option<String>) {
     let path = format!("{prefix}/{}", crate::setup::paths::BUILD_STAMP);

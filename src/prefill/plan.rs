@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use super::report::Side;
 use crate::cli::BenchArgs;
-use crate::llama::{MAX_UBATCH, UBATCH_SWEEP};
 
 pub const DEFAULT_PROMPT: u32 = 512;
 /// A pp512 on the board's CPU takes ~25 s per repetition; five of those fit with room.
@@ -37,18 +36,7 @@ impl Plan {
             .gguf
             .clone()
             .ok_or_else(|| "--gguf is required for a prefill run".to_string())?;
-        let mut ubatches = if args.ubatch.is_empty() {
-            UBATCH_SWEEP.to_vec()
-        } else {
-            args.ubatch.clone()
-        };
-        if let Some(bad) = ubatches.iter().find(|u| **u == 0 || **u > MAX_UBATCH) {
-            return Err(format!(
-                "--ubatch {bad}: each ubatch must be between 1 and {MAX_UBATCH}"
-            ));
-        }
-        ubatches.sort_unstable();
-        ubatches.dedup();
+        let ubatches = crate::llama::ubatch_list(&args.ubatch)?;
         let prompt = args.prompt.unwrap_or(DEFAULT_PROMPT);
         if prompt == 0 || prompt > MAX_PROMPT {
             return Err(format!(
@@ -148,7 +136,7 @@ mod tests {
     fn defaults_are_pp512_over_the_ubatch_sweep_gpu_then_cpu() {
         let p = plan(&[]).unwrap();
         assert_eq!(p.prompt, 512);
-        assert_eq!(p.ubatches, UBATCH_SWEEP);
+        assert_eq!(p.ubatches, crate::llama::UBATCH_SWEEP);
         assert_eq!(p.timeout, Duration::from_secs(300));
         assert_eq!(
             &p.cases()[..3],
