@@ -961,10 +961,9 @@ const LLAMA_PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
 #[test]
 fn vulkan_icd_names_rvls_panvk_and_whether_its_build_carries_the_queue_tls_series() {
     let icd = |root: &str| {
-        let doc = report(
-            doctor(Fixture::copy(root)).args(&["--only", "vulkan-icd"]),
-            exit::OK,
-        );
+        // Bound to a name: the copy is removed when the fixture is dropped.
+        let fx = Fixture::copy(root);
+        let doc = report(doctor(&fx).args(&["--only", "vulkan-icd"]), exit::OK);
         check(&doc, "vulkan-icd").clone()
     };
     let c = icd("panvk-rvl-patched");
