@@ -202,6 +202,11 @@ if [ ! -f "$src/.patched" ]; then
 fi
 
 # --- 4. build ---
+# llama.cpp stamps its binaries with `git rev-parse HEAD` of the source dir;
+# the tree has no git of its own, and git must not find the enclosing
+# repository (rvl's, when the cache is under it) and report rvl's commit as
+# llama.cpp's build_commit. Stopped at the key dir, git finds none: "unknown".
+export GIT_CEILING_DIRECTORIES="$kdir"
 say "4/4 building ${targets[*]} (Release, Vulkan, static; ggml's shader generation dominates)"
 cmake -S "$src" -B "$kdir/build" -G Ninja "${cmake_flags[@]}" \
     -DVulkan_INCLUDE_DIR="$hdr/usr/include" -DVulkan_LIBRARY="$loader" \
@@ -213,7 +218,8 @@ cmake -S "$src" -B "$kdir/build" -G Ninja "${cmake_flags[@]}" \
 cmake --build "$kdir/build" --target "${targets[@]}" -j "${JOBS:-$(nproc)}" >&2 ||
     die "build failed (rerun to resume; it continues where it stopped)"
 for t in "${targets[@]}"; do [ -x "$kdir/build/bin/$t" ] || die "no $kdir/build/bin/$t after the build"; done
-mins=$((($(date +%s) - t0 + 59) / 60))
-printf '%s built in %d min: %s\n' "$(date -u +%FT%TZ)" "$mins" "${targets[*]}" >"$kdir/ready"
-say "done in $mins min; cache $cache is $(du -sh "$cache" | cut -f1) ($(du -sh "$kdir/build" | cut -f1) build)"
+secs=$(($(date +%s) - t0))
+mins="$((secs / 60)) min $((secs % 60)) s"
+printf '%s built in %s: %s\n' "$(date -u +%FT%TZ)" "$mins" "${targets[*]}" >"$kdir/ready"
+say "done in $mins; cache $cache is $(du -sh "$cache" | cut -f1) ($(du -sh "$kdir/build" | cut -f1) build)"
 printf '%s\n' "$bench"
