@@ -104,6 +104,14 @@ pub enum Error {
     #[error("{0}")]
     Refused(String),
 
+    /// A GGUF model file is malformed (or a model to generate is inconsistent).
+    #[error("{}: not a usable GGUF model", path.display())]
+    Gguf {
+        path: PathBuf,
+        #[source]
+        source: crate::gguf::GgufError,
+    },
+
     /// A bug: an invariant rvl relies on does not hold.
     #[error("internal error: {0}")]
     Internal(String),
@@ -114,9 +122,11 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) => exit::USAGE,
-            Error::Profile(_) | Error::Manifest(_) | Error::BadInput(_) | Error::Journal(_) => {
-                exit::BAD_INPUT
-            }
+            Error::Profile(_)
+            | Error::Manifest(_)
+            | Error::BadInput(_)
+            | Error::Journal(_)
+            | Error::Gguf { .. } => exit::BAD_INPUT,
             Error::NeedsRoot(_) => exit::PERMISSION,
             Error::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied => {
                 exit::PERMISSION
@@ -140,7 +150,7 @@ impl Error {
             Error::Usage(_) => "usage",
             Error::Profile(_) => "profile",
             Error::Manifest(_) => "manifest",
-            Error::BadInput(_) => "bad-input",
+            Error::BadInput(_) | Error::Gguf { .. } => "bad-input",
             Error::Journal(_) => "journal",
             Error::Unsupported(_) => "unsupported",
             Error::NeedsRoot(_) => "needs-root",
@@ -239,6 +249,10 @@ mod tests {
             Error::Profile(m()),
             Error::Manifest(m()),
             Error::BadInput(m()),
+            Error::Gguf {
+                path: "/m.gguf".into(),
+                source: crate::gguf::GgufError::NotGguf,
+            },
             Error::Journal(m()),
             Error::Unsupported(m()),
             Error::NeedsRoot(m()),
@@ -267,6 +281,18 @@ mod tests {
         let mut seen: Vec<&str> = all.iter().map(Error::kind).collect();
         seen.dedup();
         assert_eq!(seen, KINDS);
+    }
+
+    #[test]
+    fn a_malformed_gguf_is_bad_input_and_names_the_file_and_the_cause() {
+        let e = Error::Gguf {
+            path: "/m/tiny.gguf".into(),
+            source: crate::gguf::GgufError::Version(9),
+        };
+        assert_eq!((e.exit_code(), e.kind()), (exit::BAD_INPUT, "bad-input"));
+        assert_eq!(e.to_string(), "/m/tiny.gguf: not a usable GGUF model");
+        let cause = std::error::Error::source(&e).unwrap().to_string();
+        assert!(cause.contains("version 9"), "{cause}");
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod exit;
 pub mod fetch;
 pub mod firmware;
 pub mod generate;
+pub mod gguf;
 pub mod host;
 pub mod icd;
 pub mod inventory;

@@ -316,3 +316,66 @@ fn fuzz_image_environment_and_shell_quoting() {
         rvl::shell::quote(&t);
     });
 }
+
+#[test]
+fn fuzz_gguf() {
+    use rvl::gguf::llama_model::{write_model, LlamaParams};
+    use rvl::gguf::write::{strings, write, TensorSpec};
+    use rvl::gguf::{GgmlType, Value, ValueType};
+    // Seeds made by rvl's own writer: a whole (small) llama model with a tokenizer, and a
+    // file with every metadata type, a nested array and tensors of each type.
+    let tokenizer = vec![
+        (
+            "tokenizer.ggml.model".to_string(),
+            Value::String("llama".into()),
+        ),
+        (
+            "tokenizer.ggml.tokens".to_string(),
+            strings(&["<unk>", "<s>", "</s>", "a"]),
+        ),
+        (
+            "tokenizer.ggml.scores".to_string(),
+            Value::Array(ValueType::F32, vec![Value::F32(0.0); 4]),
+        ),
+    ];
+    let small = LlamaParams {
+        layers: 1,
+        hidden: 32,
+        ffn: 32,
+        heads: 1,
+        kv_heads: 1,
+        weight_type: GgmlType::Q4_0,
+        ..LlamaParams::default()
+    };
+    let mut model = Vec::new();
+    write_model(&mut model, &small, tokenizer).unwrap();
+    let meta = vec![
+        ("general.alignment".to_string(), Value::U32(64)),
+        ("a".to_string(), Value::I8(-1)),
+        ("b".to_string(), Value::U16(2)),
+        ("c".to_string(), Value::I64(-3)),
+        ("d".to_string(), Value::F64(4.0)),
+        ("e".to_string(), Value::Bool(true)),
+        (
+            "f".to_string(),
+            Value::Array(
+                ValueType::Array,
+                vec![Value::Array(ValueType::U8, vec![Value::U8(1)])],
+            ),
+        ),
+    ];
+    let tensors = [
+        TensorSpec::new("x", &[4], GgmlType::F32),
+        TensorSpec::new("y", &[32, 2], GgmlType::Q4_0),
+        TensorSpec::new("z", &[2, 2, 1, 1], GgmlType::F16),
+    ];
+    let mut typed = Vec::new();
+    write(&mut typed, &meta, &tensors, |i| {
+        vec![7; tensors[i].byte_size().unwrap() as usize]
+    })
+    .unwrap();
+    fuzz_seeds("gguf", vec![model, typed], |bytes| {
+        let _ = rvl::gguf::read::parse(bytes, true);
+        let _ = rvl::gguf::read::parse(bytes, false);
+    });
+}
