@@ -28,3 +28,19 @@ pub fn run(_args: &cli::BenchArgs, _settings: &Settings) -> anyhow::Result<Bench
     ))
     .into())
 }
+
+/// The GEMM prediction `smoke-bench --gguf` sets beside its measurement needs rvl's Vulkan.
+pub fn predict(
+    _shapes: &crate::prefill::gguf::Shapes,
+    _ubatches: &[u32],
+    _precision: Option<&str>,
+    _device: Option<usize>,
+    _settings: &Settings,
+    _progress: bool,
+) -> Result<(String, Vec<crate::prefill::report::GemmPoint>), Error> {
+    Err(Error::NoVulkan(
+        crate::vulkan::UNAVAILABLE
+            .unwrap_or("the bench feature is off")
+            .to_string(),
+    ))
+}

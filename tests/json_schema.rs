@@ -146,6 +146,28 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     assert!(compared["comparison"]["rows"].is_array());
     let usage = checked(b.rvl(&["--prompt", "0", "--json"]));
     assert_eq!(usage["error"]["kind"], "usage");
+    // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
+    #[cfg(feature = "bench")]
+    if common::vulkan_instance().is_some() {
+        std::fs::write(
+            &b.model,
+            rvl::prefill::gguf::header(
+                &[("general.architecture", "llama")],
+                &[
+                    ("llama.embedding_length", 64),
+                    ("llama.feed_forward_length", 160),
+                    ("llama.block_count", 2),
+                    ("llama.attention.head_count", 4),
+                ],
+            ),
+        )
+        .unwrap();
+        let predicted = checked(b.rvl(&["--ubatch", "16", "--no-cpu", "--json"]));
+        assert!(
+            predicted["prefill"]["gemm_prediction"]["points"][0]["predicted_tokens_per_s"]
+                .is_number()
+        );
+    }
 }
 
 /// `setup --only kernel --yes --json`: applies on the first run, nothing to do on the second.

@@ -235,3 +235,73 @@ fn a_users_ggml_vk_visible_devices_reaches_llama_bench_and_names_the_recorded_de
         assert!(notes.contains("CPU implementation (lavapipe)"), "{notes}");
     }
 }
+
+#[cfg(feature = "bench")]
+#[test]
+fn a_model_whose_header_gives_its_shapes_gets_the_gemm_prediction_beside_the_measurement() {
+    if common::vulkan_instance().is_none() {
+        return;
+    }
+    let b = stand_in("");
+    // The `tiny` preset's shapes, all F32: a quick sweep of seconds on lavapipe.
+    std::fs::write(
+        &b.model,
+        rvl::prefill::gguf::header(
+            &[("general.architecture", "llama")],
+            &[
+                ("llama.embedding_length", 64),
+                ("llama.feed_forward_length", 160),
+                ("llama.block_count", 2),
+                ("llama.attention.head_count", 4),
+                ("llama.attention.head_count_kv", 2),
+                ("general.file_type", 0),
+            ],
+        ),
+    )
+    .unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    let p = &doc["prefill"]["gemm_prediction"];
+    assert_eq!(p["error"], serde_json::Value::Null, "{out}");
+    assert_eq!(
+        p["shapes"],
+        "llama: hidden 64, ffn 160, 2 layers, 4 heads (2 KV)"
+    );
+    assert_eq!(
+        p["points"][0]["precision"], "fp32",
+        "the file type's precision"
+    );
+    let row = &doc["prefill"]["ubatches"][0];
+    let pred = row["gemm_predicted_tokens_per_s"].as_f64().unwrap();
+    let ratio = row["measured_over_predicted"].as_f64().unwrap();
+    assert!((ratio - 32.5 / pred).abs() < 1e-9 * ratio.max(1.0), "{row}");
+    let human = b
+        .rvl(&["--ubatch", "16", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        human
+            .stdout()
+            .contains("| GEMM-only pred t/s | GPU/pred | status |"),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_header_without_shapes_says_why_there_is_no_prediction_and_keeps_the_plain_table() {
+    let b = stand_in("");
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(!out.stdout().contains("GEMM-only pred"), "{out}");
+    assert!(
+        out.stdout().contains(
+            "note: no GEMM prediction beside it: the GGUF header gives no layer shapes ("
+        ),
+        "{out}"
+    );
+}

@@ -247,6 +247,63 @@ fn notes_for(gpu: &Gpu, ubatches: &[UbatchResult]) -> Vec<String> {
     notes
 }
 
+/// The GEMM-only prediction `smoke-bench --gguf` sets beside llama.cpp's measurement: a quick
+/// sweep (no CPU baseline) of a model with `shapes`, on Vulkan device `device` (None: the
+/// best), in `precision` when the model's file type names one. Per ubatch, the fastest stack
+/// that ran.
+pub fn predict(
+    shapes: &crate::prefill::gguf::Shapes,
+    ubatches: &[u32],
+    precision: Option<&str>,
+    device: Option<usize>,
+    settings: &Settings,
+    progress: bool,
+) -> Result<(String, Vec<crate::prefill::report::GemmPoint>), Error> {
+    // Plans hold a preset (&'static); a model read from a file lives for this one run, so
+    // leaking its few bytes is the simple way to give it that lifetime.
+    let model: &'static model::Model = Box::leak(Box::new(model::Model {
+        name: "the GGUF's shapes",
+        hidden: shapes.hidden,
+        ffn: shapes.ffn,
+        layers: shapes.layers,
+        heads: shapes.heads,
+        kv_heads: shapes.kv_heads,
+    }));
+    let precisions = precision
+        .map(|p| Precision::parse(p).map(|p| vec![p]))
+        .transpose()
+        .map_err(Error::Usage)?;
+    let inputs = Inputs {
+        plan: Plan {
+            model,
+            ubatches: ubatches.to_vec(),
+            precisions,
+            size: Size::Quick,
+            cpu: false,
+        },
+        inject: inject::Injector::default(),
+        extra_tiles: Vec::new(),
+        baseline: None,
+    };
+    let instance = load_vulkan(settings)?;
+    let wanted = device.map(|i| i.to_string());
+    let gpu = open_device(&instance, wanted.as_deref(), progress)?;
+    let report = measure(&inputs, &instance, &gpu, settings, progress)?;
+    let points = report
+        .ubatches
+        .iter()
+        .map(|u| {
+            let best = u.best_stack();
+            crate::prefill::report::GemmPoint {
+                ubatch: u.ubatch,
+                precision: best.map(|s| s.precision.name().to_string()),
+                predicted_tokens_per_s: best.and_then(|s| s.predicted_tokens_per_s),
+            }
+        })
+        .collect();
+    Ok((format!("{}: {}", gpu.info.index, gpu.info.name), points))
+}
+
 /// `--save FILE`: the document `--json` prints, envelope included.
 fn save(mut outcome: SweepOutcome, args: &cli::BenchArgs) -> Result<SweepOutcome, Error> {
     if let Some(path) = &args.save {

@@ -140,6 +140,7 @@ mod tests {
             case_timeout_s: 300,
             ubatches: rows,
             best_gpu_ubatch: None,
+            gemm_prediction: Default::default(),
             notes: Vec::new(),
             problems: false,
         }
@@ -152,6 +153,8 @@ mod tests {
             cpu: None,
             gpu_cpu_ratio: None,
             gpu_prompt_5000_s: None,
+            gemm_predicted_tokens_per_s: None,
+            measured_over_predicted: None,
         }
     }
 

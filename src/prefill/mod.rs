@@ -9,6 +9,7 @@
 //! builds without the `bench` feature; with it, rvl's loader names the driver and Mesa version.
 
 pub mod compare;
+pub mod gguf;
 pub mod parse;
 pub mod plan;
 pub mod render;
@@ -100,7 +101,7 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
-    let model = model_file(&plan.model)?;
+    let (model, shapes) = model_file(&plan.model)?;
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
     let env = llama::launch_env(&inv);
@@ -124,7 +125,10 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
         .vulkan
         .as_ref()
         .and_then(|p| ggml_device(p, visible));
-    let report = build_report(&plan, model, &bench, install, line, device, rows);
+    let prediction = gemm_prediction(&plan, shapes, device.as_ref(), settings, progress);
+    let report = build_report(
+        &plan, model, &bench, install, line, device, rows, prediction,
+    );
     let mut outcome = PrefillOutcome {
         comparison: baseline.map(|b| compare::compare(&b, &report)),
         prefill: report,
@@ -141,21 +145,28 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
 }
 
 /// The model file: its size and that it is GGUF (the magic), so a wrong path fails at once
-/// rather than as a dozen failed runs.
-fn model_file(path: &Path) -> Result<ModelFile, Error> {
+/// rather than as a dozen failed runs; and its layer shapes from the header, or why not.
+fn model_file(path: &Path) -> Result<(ModelFile, Result<gguf::Shapes, String>), Error> {
     let shown = path.display().to_string();
-    let (head, bytes) = crate::host::root::read_head(path, 4).map_err(|e| {
-        Error::BadInput(format!(
-            "--gguf {shown}: {}",
-            crate::host::root::describe(&e)
-        ))
-    })?;
-    if head != b"GGUF" {
+    let read = |n: usize| {
+        crate::host::root::read_head(path, n).map_err(|e| {
+            Error::BadInput(format!(
+                "--gguf {shown}: {}",
+                crate::host::root::describe(&e)
+            ))
+        })
+    };
+    // Most headers fit in the first MiB; a large vocabulary needs more.
+    let (mut head, bytes) = read(1 << 20)?;
+    if head.len() as u64 == 1 << 20 && gguf::shapes(&head).is_err() {
+        head = read(gguf::HEAD_CAP)?.0;
+    }
+    if !head.starts_with(b"GGUF") {
         return Err(Error::BadInput(format!(
             "--gguf {shown}: not a GGUF model (it does not start with \"GGUF\")"
         )));
     }
-    Ok(ModelFile {
+    let file = ModelFile {
         path: shown.clone(),
         file_name: path
             .file_name()
@@ -164,7 +175,56 @@ fn model_file(path: &Path) -> Result<ModelFile, Error> {
         bytes,
         model_type: None,
         n_params: None,
-    })
+    };
+    Ok((file, gguf::shapes(&head)))
+}
+
+/// rvl's GEMM sweep at the model's shapes, to set beside what llama.cpp measured; on the
+/// device ggml uses when rvl knows which.
+fn gemm_prediction(
+    plan: &Plan,
+    shapes: Result<gguf::Shapes, String>,
+    device: Option<&VulkanDevice>,
+    settings: &Settings,
+    progress: bool,
+) -> report::GemmPrediction {
+    let shapes = match shapes {
+        Ok(s) => s,
+        Err(e) => {
+            return report::GemmPrediction {
+                error: Some(format!("the GGUF header gives no layer shapes ({e})")),
+                ..Default::default()
+            }
+        }
+    };
+    if progress {
+        eprintln!(
+            "smoke-bench: the GEMM-only prediction for {} (a quick sweep)",
+            shapes.describe()
+        );
+    }
+    let precision = gguf::precision_of(shapes.file_type);
+    let run = crate::bench::predict(
+        &shapes,
+        &plan.ubatches,
+        precision,
+        device.map(|d| d.index),
+        settings,
+        progress,
+    );
+    match run {
+        Ok((device, points)) => report::GemmPrediction {
+            shapes: Some(shapes.describe()),
+            device: Some(device),
+            points,
+            error: None,
+        },
+        Err(e) => report::GemmPrediction {
+            shapes: Some(shapes.describe()),
+            error: Some(e.to_string()),
+            ..Default::default()
+        },
+    }
 }
 
 /// What rvl's launch environment is decided from: the process environment, rvl's llama.cpp
@@ -291,6 +351,8 @@ fn sweep(
             let cpu = pick(Side::Cpu);
             let g = gpu.ok_rate();
             Some(UbatchRow {
+                gemm_predicted_tokens_per_s: None,
+                measured_over_predicted: None,
                 ubatch: ub,
                 gpu_cpu_ratio: g
                     .zip(cpu.as_ref().and_then(Case::ok_rate))
@@ -318,6 +380,7 @@ fn patch_words(inst: &LlamaInstall) -> Option<String> {
     ))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_report(
     plan: &Plan,
     mut model: ModelFile,
@@ -325,8 +388,22 @@ fn build_report(
     install: Option<&LlamaInstall>,
     line: Option<BenchLine>,
     device: Option<VulkanDevice>,
-    rows: Vec<UbatchRow>,
+    mut rows: Vec<UbatchRow>,
+    prediction: report::GemmPrediction,
 ) -> Report {
+    for r in &mut rows {
+        r.gemm_predicted_tokens_per_s = prediction
+            .points
+            .iter()
+            .find(|p| p.ubatch == r.ubatch)
+            .and_then(|p| p.predicted_tokens_per_s);
+        r.measured_over_predicted = r
+            .gpu
+            .ok_rate()
+            .zip(r.gemm_predicted_tokens_per_s)
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(m, p)| m / p);
+    }
     let line = line.unwrap_or_default();
     model.model_type = line.model_type.clone();
     model.n_params = line.model_n_params;
@@ -336,8 +413,11 @@ fn build_report(
             "the prefill time is {} tokens at the measured pp{} rate; attention grows with the context, so a real prompt of that length takes somewhat longer",
             report::PROMPT_TOKENS, plan.prompt
         ),
-        "no GEMM prediction beside it: rvl smoke-bench --model PRESET (without --gguf) predicts a preset's GEMM-only rate".to_string(),
     ];
+    match &prediction.error {
+        Some(e) => notes.push(format!("no GEMM prediction beside it: {e}")),
+        None => notes.push("the GEMM prediction covers the linear layers only (a quick sweep); measured/pred below 1 is what attention, norms, RoPE, the LM head and llama.cpp's own overheads cost".into()),
+    }
     if let Some(d) = &device {
         if d.kind == "cpu" {
             notes.push("the Vulkan device is a CPU implementation (lavapipe): its GPU runs compete with the CPU runs for the same cores".into());
@@ -365,6 +445,7 @@ fn build_report(
         cpu_threads: plan.cpu.then_some(plan.threads),
         case_timeout_s: plan.timeout.as_secs(),
         best_gpu_ubatch: report::best_gpu_ubatch(&rows),
+        gemm_prediction: prediction,
         ubatches: rows,
         notes,
         problems,

@@ -117,27 +117,48 @@ fn status_cell(gpu: &Case, cpu: Option<&Case>, style: Style) -> String {
 }
 
 fn table(o: &mut String, r: &Report, style: Style) {
+    // The GEMM-only columns only when there is a prediction: the table otherwise.
+    let predicted = !r.gemm_prediction.points.is_empty();
     let _ = writeln!(o);
+    if let (true, Some(s)) = (predicted, &r.gemm_prediction.shapes) {
+        let _ = writeln!(
+            o,
+            "GEMM-only prediction: {} on device {}",
+            escape_line(s),
+            escape_line(r.gemm_prediction.device.as_deref().unwrap_or("?"))
+        );
+    }
     let _ = writeln!(
         o,
-        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) | status |",
+        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{} status |",
+        if predicted { " GEMM-only pred t/s | GPU/pred |" } else { "" },
         p = r.prompt_tokens,
         tokens = thousands(super::report::PROMPT_TOKENS)
     );
-    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        o,
+        "|---:|---:|---:|---:|---:|{}---|",
+        if predicted { "---:|---:|" } else { "" }
+    );
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
     for u in &r.ubatches {
+        let extra = if predicted {
+            format!(
+                " {} | {} |",
+                opt(u.gemm_predicted_tokens_per_s, &sig3),
+                opt(u.measured_over_predicted, &|x| format!("{}x", sig3(x)))
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |{extra} {} |",
             u.ubatch,
             rate(Some(&u.gpu)),
             rate(u.cpu.as_ref()),
-            u.gpu_cpu_ratio
-                .map(|x| format!("{}x", sig3(x)))
-                .unwrap_or_else(|| "-".into()),
-            u.gpu_prompt_5000_s
-                .map(duration)
-                .unwrap_or_else(|| "-".into()),
+            opt(u.gpu_cpu_ratio, &|x| format!("{}x", sig3(x))),
+            opt(u.gpu_prompt_5000_s, &duration),
             status_cell(&u.gpu, u.cpu.as_ref(), style)
         );
     }

@@ -24,6 +24,10 @@ pub struct Report {
     pub ubatches: Vec<UbatchRow>,
     /// The fastest ubatch whose GPU run was ok: what `rvl serve` uses for this model.
     pub best_gpu_ubatch: Option<u32>,
+    /// rvl's GEMM-only prediction for the model's layer shapes (from its GGUF header), or why
+    /// there is none.
+    #[serde(default)]
+    pub gemm_prediction: GemmPrediction,
     pub notes: Vec<String>,
     /// True when any run did not end ok.
     pub problems: bool,
@@ -76,6 +80,32 @@ pub struct UbatchRow {
     pub gpu_cpu_ratio: Option<f64>,
     /// Seconds for a 5,000-token prompt at the GPU's measured rate.
     pub gpu_prompt_5000_s: Option<f64>,
+    /// The GEMM sweep's predicted t/s (linear layers only) at this ubatch.
+    #[serde(default)]
+    pub gemm_predicted_tokens_per_s: Option<f64>,
+    /// Measured GPU t/s over that prediction: what attention and the other ops cost.
+    #[serde(default)]
+    pub measured_over_predicted: Option<f64>,
+}
+
+/// The layer shapes the prediction used and what it gave.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GemmPrediction {
+    /// "llama: hidden 64, ffn 160, 2 layers, 4 heads (2 KV)".
+    pub shapes: Option<String>,
+    /// The Vulkan device the GEMMs ran on.
+    pub device: Option<String>,
+    pub points: Vec<GemmPoint>,
+    /// Why there is no prediction (no shapes in the header, no Vulkan in this rvl, ...).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GemmPoint {
+    pub ubatch: u32,
+    /// The precision of the fastest stack that ran.
+    pub precision: Option<String>,
+    pub predicted_tokens_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
