@@ -190,7 +190,7 @@ pub fn classify(
                 "exit status 0".into(),
                 Some(format!(
                     "{}, so the run used the CPU; {NO_DEVICE_HINT}",
-                    line(first_line_with(stderr, NO_DEVICE))
+                    line(first_line_with(stderr, NO_DEVICE).map(|l| l.trim_end_matches('.')))
                         .unwrap_or_else(|| "llama-bench reports no GPU (gpu_info is empty)".into())
                 )),
             ),
@@ -332,7 +332,7 @@ mod tests {
         assert_eq!((c.status, c.tokens_per_s), (Status::NoVulkanDevice, None));
         let d = c.detail.unwrap();
         assert!(
-            d.starts_with("ggml_vulkan: No devices found., so the run used the CPU")
+            d.starts_with("ggml_vulkan: No devices found, so the run used the CPU")
                 && d.contains("GGML_VK_VISIBLE_DEVICES"),
             "{d}"
         );
