@@ -291,6 +291,76 @@ fn fuzz_saved_bench_json() {
     });
 }
 
+/// A model's GGUF header (smoke-bench --gguf reads the layer shapes from it), seeded with a
+/// header of shapes and one with an array and a float before them.
+#[test]
+fn fuzz_gguf_header() {
+    use rvl::prefill::gguf::{header, shapes};
+    let full = header(
+        &[("general.architecture", "llama"), ("general.name", "x")],
+        &[
+            ("llama.embedding_length", 64),
+            ("llama.feed_forward_length", 160),
+            ("llama.block_count", 2),
+            ("llama.attention.head_count", 4),
+            ("llama.attention.head_count_kv", 2),
+        ],
+    );
+    let mut arrays = header(&[("general.architecture", "llama")], &[]);
+    arrays[16..24].copy_from_slice(&2u64.to_le_bytes());
+    arrays.extend(3u64.to_le_bytes());
+    arrays.extend(b"tok");
+    arrays.extend(9u32.to_le_bytes());
+    arrays.extend(8u32.to_le_bytes());
+    arrays.extend(2u64.to_le_bytes());
+    for t in ["<s>", "a"] {
+        arrays.extend((t.len() as u64).to_le_bytes());
+        arrays.extend(t.as_bytes());
+    }
+    fuzz_seeds("gguf", vec![full, arrays], |b| {
+        let _ = shapes(b);
+    });
+}
+
+/// What llama-bench printed (its `-o json` array) and a saved prefill document, as
+/// smoke-bench --gguf, --compare and rvl serve read them.
+#[test]
+fn fuzz_llama_bench_output_and_saved_prefill_json() {
+    let line = br#"[
+  {
+    "build_commit": "8cf427ff", "build_number": 5163, "gpu_info": "Mali-G610 MC4",
+    "backends": "Vulkan", "model_type": "llama 7B Q4_0", "model_n_params": 6740000000,
+    "n_ubatch": 64, "n_gpu_layers": 99, "n_prompt": 512, "n_gen": 0,
+    "avg_ts": 21.0, "stddev_ts": 0.3, "samples_ts": [ 21.1, 20.9 ]
+  }
+]
+"#;
+    fuzz_seeds("llama-bench", vec![line.to_vec()], |b| {
+        let t = text(b);
+        let _ = rvl::prefill::parse::parse_output(&t, 512);
+        let _ = rvl::prefill::parse::classify(
+            rvl::prefill::report::Side::Gpu,
+            512,
+            &rvl::prefill::parse::Ended::Exit(0),
+            &t,
+            &t,
+        );
+    });
+    let saved = br#"{"schema_version": 1, "prefill": {"tool": "rvl smoke-bench 0.1.0",
+      "model": {"path": "m.gguf", "file_name": "m.gguf", "bytes": 4, "model_type": null, "n_params": null},
+      "prompt_tokens": 512, "llama_bench": {"path": "lb"}, "vulkan_device": null, "cpu_threads": 4,
+      "case_timeout_s": 300, "ubatches": [{"ubatch": 64, "cpu": null, "gpu_cpu_ratio": null,
+      "gpu_prompt_5000_s": 238.0, "gpu": {"side": "gpu", "status": "ok", "tokens_per_s": 21.0,
+      "stddev_tokens_per_s": null, "exit": "exit status 0", "detail": null, "seconds": 1.0,
+      "argv": ["lb"]}}], "best_gpu_ubatch": 64, "notes": [], "problems": false}}"#;
+    assert!(rvl::prefill::saved::parse(std::str::from_utf8(saved).unwrap(), "seed").is_ok());
+    fuzz_seeds("saved-prefill", vec![saved.to_vec()], |b| {
+        if let Ok(r) = rvl::prefill::saved::parse(&text(b), "fuzz.json") {
+            let _ = rvl::prefill::saved::serve_ubatch(&r, "m.gguf");
+        }
+    });
+}
+
 #[test]
 fn fuzz_kernel_releases_and_config() {
     fuzz("kernel", |b| {
