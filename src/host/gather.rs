@@ -405,7 +405,9 @@ fn boot_facts(root: &Root) -> BootFacts {
     }
 }
 
-fn icd_facts(root: &Root, env: &Env) -> IcdFacts {
+/// The ICD manifests the loader would read under `env` (doctor's, and smoke-bench --gguf's
+/// "which panvk runs llama.cpp").
+pub fn icd_facts(root: &Root, env: &Env) -> IcdFacts {
     let search = icd::search_path(env);
     let mut manifests: Vec<ManifestFile> = Vec::new();
     // A set, not a list: an image can hold thousands of manifests, and a linear look-up per

@@ -136,6 +136,7 @@ mod tests {
             prompt_tokens: 512,
             llama_bench: LlamaBench::default(),
             vulkan_device: None,
+            rvl_panvk: None,
             cpu_threads: None,
             case_timeout_s: 300,
             ubatches: rows,

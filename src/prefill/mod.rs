@@ -126,9 +126,10 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
         .as_ref()
         .and_then(|p| ggml_device(p, visible));
     let prediction = gemm_prediction(&plan, shapes, device.as_ref(), settings, progress);
-    let report = build_report(
+    let mut report = build_report(
         &plan, model, &bench, install, line, device, rows, prediction,
     );
+    report.rvl_panvk = rvl_panvk(&inv);
     let mut outcome = PrefillOutcome {
         comparison: baseline.map(|b| compare::compare(&b, &report)),
         prefill: report,
@@ -239,7 +240,15 @@ fn inventory(root: &Root, settings: &Settings) -> Inventory {
         settings.vars.vulkan_library.as_deref(),
     ));
     inv.llama = host::llama::facts(root, &inv);
+    // Which panvk the loader gives llama.cpp, for the report's versions.
+    inv.vulkan_icd = host::gather::icd_facts(root, &inv.env);
+    inv.mesa = host::mesa::facts(root);
     inv
+}
+
+/// rvl's panvk and its patch level, when it is the panvk the loader loads.
+fn rvl_panvk(inv: &Inventory) -> Option<String> {
+    crate::mesa::active(inv).map(|p| p.describe())
 }
 
 /// `--llama-bench PATH`, else the newest complete rvl prefix's; with the install it belongs
@@ -442,6 +451,7 @@ fn build_report(
             patch_level: install.and_then(patch_words),
         },
         vulkan_device: device,
+        rvl_panvk: None,
         cpu_threads: plan.cpu.then_some(plan.threads),
         case_timeout_s: plan.timeout.as_secs(),
         best_gpu_ubatch: report::best_gpu_ubatch(&rows),
@@ -518,6 +528,45 @@ mod tests {
         );
         assert!(install_of("/usr/local/bin/llama-bench", &facts).is_none());
         assert!(install_of("/opt/rvl/llama.cpp-0.3.36-rvl10/bin/llama-bench", &facts).is_none());
+    }
+
+    #[test]
+    fn the_report_names_rvls_panvk_and_its_level_only_when_the_loader_loads_it() {
+        use crate::icd::{Manifest, ManifestFile};
+        use crate::inventory::{BuildInstall, LlamaStamp};
+        let with_library = |library: &str| {
+            let mut inv = Inventory::default();
+            inv.vulkan_icd.manifests = vec![ManifestFile {
+                path: "/etc/vulkan/icd.d/rvl_panvk.aarch64.json".into(),
+                manifest: Some(Manifest {
+                    library_path: library.into(),
+                    api_version: Some("1.4.354".into()),
+                    library_arch: Some("64".into()),
+                }),
+                library_found: Some(library.into()),
+                error: None,
+            }];
+            inv.mesa.installs = vec![BuildInstall {
+                prefix: "/opt/rvl/mesa-26.2.4-rvl1".into(),
+                stamp: Some(LlamaStamp {
+                    project: "mesa".into(),
+                    version: "26.2.4".into(),
+                    ..Default::default()
+                }),
+                stamp_error: None,
+            }];
+            inv
+        };
+        let rvls = with_library("/opt/rvl/mesa-26.2.4-rvl1/lib/libvulkan_panfrost.so");
+        let words = rvl_panvk(&rvls).unwrap();
+        assert!(
+            words.starts_with("rvl's panvk (Mesa 26.2.4, stock"),
+            "{words}"
+        );
+        assert_eq!(
+            rvl_panvk(&with_library("/usr/lib/libvulkan_panfrost.so")),
+            None
+        );
     }
 
     #[test]

@@ -67,6 +67,9 @@ fn header(o: &mut String, r: &Report, style: Style) {
             escape_line(&d.driver_version)
         );
     }
+    if let Some(p) = &r.rvl_panvk {
+        let _ = writeln!(o, "panvk: {}", escape_line(p));
+    }
     match r.cpu_threads {
         Some(t) => {
             let _ = writeln!(o, "CPU runs: {t} threads (the big cores), no GPU device");

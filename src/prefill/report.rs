@@ -18,6 +18,10 @@ pub struct Report {
     /// The Vulkan device ggml uses as rvl's own loader sees it (driver and Mesa version), when
     /// rvl could look.
     pub vulkan_device: Option<VulkanDevice>,
+    /// rvl's panvk build when it is the one the loader loads, with its patch level: "rvl's
+    /// panvk (Mesa 26.2.4, queue TLS patch, series 2/2)"; None for any other driver.
+    #[serde(default)]
+    pub rvl_panvk: Option<String>,
     /// Threads of the CPU runs (the big cores), None with `--no-cpu`.
     pub cpu_threads: Option<usize>,
     pub case_timeout_s: u64,
