@@ -184,7 +184,8 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         .into());
     }
     let model = args.model.to_string_lossy();
-    let measured = measured(&root, &settings.env, &args.model);
+    let measured = llama::newest(&inv.llama)
+        .and_then(|i| measured(&root, &settings.env, &args.model, &i.prefix));
     let out = plan(&inv, &model, &args.extra, measured.as_ref())?;
     if args.print {
         return Ok(out);
@@ -202,7 +203,12 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
 /// the state directory of the user running rvl: see [`crate::prefill::saved::record_path`]).
 /// A record that is missing, unreadable, of another file or without an ok GPU run gives None
 /// (a damaged one says so on stderr): the build's rule applies then.
-fn measured(root: &Root, env: &crate::inventory::Env, model: &std::path::Path) -> Option<Measured> {
+fn measured(
+    root: &Root,
+    env: &crate::inventory::Env,
+    model: &std::path::Path,
+    prefix: &str,
+) -> Option<Measured> {
     use crate::prefill::saved;
     let name = model.file_name()?.to_string_lossy().into_owned();
     let path = saved::record_path(env, &name)?;
@@ -224,8 +230,18 @@ fn measured(root: &Root, env: &crate::inventory::Env, model: &std::path::Path) -
             return None;
         }
     };
-    saved::serve_ubatch(&report, &name).map(|ubatch| Measured {
-        ubatch,
-        record: path,
-    })
+    match saved::serve_ubatch(&report, &name, prefix) {
+        Ok(ubatch) => Some(Measured {
+            ubatch,
+            record: path,
+        }),
+        Err(why) => {
+            eprintln!(
+                "rvl serve: not taking the ubatch from {}: {}",
+                escape_control(&path),
+                escape_control(&why)
+            );
+            None
+        }
+    }
 }

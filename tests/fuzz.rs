@@ -356,7 +356,7 @@ fn fuzz_llama_bench_output_and_saved_prefill_json() {
     assert!(rvl::prefill::saved::parse(std::str::from_utf8(saved).unwrap(), "seed").is_ok());
     fuzz_seeds("saved-prefill", vec![saved.to_vec()], |b| {
         if let Ok(r) = rvl::prefill::saved::parse(&text(b), "fuzz.json") {
-            let _ = rvl::prefill::saved::serve_ubatch(&r, "m.gguf");
+            let _ = rvl::prefill::saved::serve_ubatch(&r, "m.gguf", "/opt/rvl/llama.cpp-1-rvl1");
         }
     });
 }

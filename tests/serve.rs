@@ -174,8 +174,9 @@ fn a_foreign_root_is_never_run_only_printed() {
 
 /// A `smoke-bench --gguf` run of a model named "qwen 3b.gguf" (stand-in llama-bench: ubatch
 /// 128 runs out of device memory, 256 is slower than 64), recorded under the fixture's
-/// `/state`, the XDG_STATE_HOME `serve` is then given.
-fn record_a_prefill_run(fx: &Fixture) {
+/// `/state`, the XDG_STATE_HOME `serve` is then given, as if measured with the llama.cpp of
+/// `prefix` (the stand-in lives outside any prefix; the record names the build it measured).
+fn record_a_prefill_run(fx: &Fixture, prefix: &str) {
     let b = common::prefill::stand_in_named(
         &format!(
             "99:128) {};;\n99:256) json 100.5 GPU;;",
@@ -187,13 +188,17 @@ fn record_a_prefill_run(fx: &Fixture) {
         .env("XDG_STATE_HOME", fx.join("state"))
         .run()
         .expect_code(exit::PROBLEMS);
+    let rel = "state/rvl/prefill/qwen 3b.gguf.json";
+    let mut doc: serde_json::Value = serde_json::from_str(&fx.read(rel)).unwrap();
+    doc["prefill"]["llama_bench"]["rvl_prefix"] = serde_json::json!(prefix);
+    fx.write(rel, serde_json::to_vec_pretty(&doc).unwrap());
 }
 
 #[test]
 fn the_fastest_ubatch_that_ran_in_the_models_recorded_prefill_run_wins_over_the_build_rule() {
     let fx = ready_root();
     plant_llama(&fx, PREFIX, true);
-    record_a_prefill_run(&fx);
+    record_a_prefill_run(&fx, PREFIX);
     let out = serve(&fx, &[])
         .env("XDG_STATE_HOME", "/state")
         .run()
@@ -236,6 +241,25 @@ fn a_damaged_record_is_ignored_with_a_warning_and_the_build_rule_applies() {
     assert!(
         out.stderr().contains(
             "rvl serve: ignoring the smoke-bench record /state/rvl/prefill/qwen 3b.gguf.json"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_record_measured_with_another_llama_cpp_build_is_not_taken() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, false);
+    // Measured with a patched build that is gone; the stock one left fails above 64.
+    record_a_prefill_run(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl2");
+    let out = serve(&fx, &[])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().ends_with(" --ubatch-size 64\n"), "{out}");
+    assert!(
+        out.stderr().contains(
+            "not taking the ubatch from /state/rvl/prefill/qwen 3b.gguf.json: it measured /opt/rvl/llama.cpp-0.3.36-rvl2, not /opt/rvl/llama.cpp-0.3.36-rvl1"
         ),
         "{out}"
     );

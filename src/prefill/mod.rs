@@ -275,8 +275,15 @@ fn choose_bench<'a>(
     }
 }
 
-/// The rvl install a llama-bench path belongs to (its prefix's `bin/`), if any.
+/// The rvl install a llama-bench path belongs to (its prefix's `bin/`, or setup's wrapper on
+/// PATH, which execs the newest complete prefix's), if any.
 fn install_of<'a>(bench: &str, facts: &'a LlamaFacts) -> Option<&'a LlamaInstall> {
+    let wrapper = crate::setup::paths::LLAMA_WRAPPERS
+        .iter()
+        .any(|(w, bin)| *bin == "llama-bench" && bench == *w);
+    if wrapper {
+        return llama::newest(facts);
+    }
     facts
         .installs
         .iter()
@@ -527,6 +534,11 @@ mod tests {
             )
         );
         assert!(install_of("/usr/local/bin/llama-bench", &facts).is_none());
+        // setup's wrapper runs the newest complete prefix's binary.
+        assert_eq!(
+            install_of("/usr/local/bin/rvl-llama-bench", &facts).map(|i| i.prefix.as_str()),
+            Some("/opt/rvl/llama.cpp-0.3.36-rvl1")
+        );
         assert!(install_of("/opt/rvl/llama.cpp-0.3.36-rvl10/bin/llama-bench", &facts).is_none());
     }
 

@@ -72,13 +72,26 @@ pub fn load(path: &Path) -> Result<Report, Error> {
     parse(&text, &name)
 }
 
-/// The ubatch `rvl serve` takes from a recorded run of the model named `file_name`: the
-/// fastest whose GPU run was ok. None when the record is of another file or none was ok.
-pub fn serve_ubatch(record: &Report, file_name: &str) -> Option<u32> {
+/// The ubatch `rvl serve` takes from a recorded run of the model named `file_name`, for the
+/// llama.cpp build at `prefix` (the one serve runs): the fastest whose GPU run was ok.
+/// Otherwise why not: a record of another file, of another build (what survived one build
+/// says nothing of another: a stock one crashes above 64), or with no GPU run ok.
+pub fn serve_ubatch(record: &Report, file_name: &str, prefix: &str) -> Result<u32, String> {
     if record.model.file_name != file_name {
-        return None;
+        return Err(format!("it is of {}", record.model.file_name));
+    }
+    match record.llama_bench.rvl_prefix.as_deref() {
+        Some(p) if p == prefix => {}
+        Some(p) => return Err(format!("it measured {p}, not {prefix}")),
+        None => {
+            return Err(format!(
+                "it measured {}, not rvl's {prefix}",
+                record.llama_bench.path
+            ))
+        }
     }
     super::report::best_gpu_ubatch(&record.ubatches)
+        .ok_or_else(|| "no GPU run in it ended ok".to_string())
 }
 
 #[cfg(test)]
