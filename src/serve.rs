@@ -187,6 +187,14 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     let measured = llama::newest(&inv.llama)
         .and_then(|i| measured(&root, &settings.env, &args.model, &i.prefix));
     let out = plan(&inv, &model, &args.extra, measured.as_ref())?;
+    if let (Some(m), false) = (&measured, args.json) {
+        // Stdout is the command alone (for a unit file); where its ubatch came from goes here.
+        eprintln!(
+            "rvl serve: --ubatch-size {} is the fastest that ran in {}",
+            m.ubatch,
+            escape_control(&m.record)
+        );
+    }
     if args.print {
         return Ok(out);
     }

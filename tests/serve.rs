@@ -204,6 +204,12 @@ fn the_fastest_ubatch_that_ran_in_the_models_recorded_prefill_run_wins_over_the_
         .run()
         .expect_code(exit::OK);
     assert!(out.stdout().contains(" --ubatch-size 64\n"), "{out}");
+    assert!(
+        out.stderr().contains(
+            "rvl serve: --ubatch-size 64 is the fastest that ran in /state/rvl/prefill/qwen 3b.gguf.json"
+        ),
+        "{out}"
+    );
     let doc = serve(&fx, &["--json"])
         .env("XDG_STATE_HOME", "/state")
         .run()
