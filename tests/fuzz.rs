@@ -291,37 +291,6 @@ fn fuzz_saved_bench_json() {
     });
 }
 
-/// A model's GGUF header (smoke-bench --gguf reads the layer shapes from it), seeded with a
-/// header of shapes and one with an array and a float before them.
-#[test]
-fn fuzz_gguf_header() {
-    use rvl::prefill::gguf::{header, shapes};
-    let full = header(
-        &[("general.architecture", "llama"), ("general.name", "x")],
-        &[
-            ("llama.embedding_length", 64),
-            ("llama.feed_forward_length", 160),
-            ("llama.block_count", 2),
-            ("llama.attention.head_count", 4),
-            ("llama.attention.head_count_kv", 2),
-        ],
-    );
-    let mut arrays = header(&[("general.architecture", "llama")], &[]);
-    arrays[16..24].copy_from_slice(&2u64.to_le_bytes());
-    arrays.extend(3u64.to_le_bytes());
-    arrays.extend(b"tok");
-    arrays.extend(9u32.to_le_bytes());
-    arrays.extend(8u32.to_le_bytes());
-    arrays.extend(2u64.to_le_bytes());
-    for t in ["<s>", "a"] {
-        arrays.extend((t.len() as u64).to_le_bytes());
-        arrays.extend(t.as_bytes());
-    }
-    fuzz_seeds("gguf", vec![full, arrays], |b| {
-        let _ = shapes(b);
-    });
-}
-
 /// What llama-bench printed (its `-o json` array) and a saved prefill document, as
 /// smoke-bench --gguf, --compare and rvl serve read them.
 #[test]

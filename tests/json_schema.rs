@@ -149,19 +149,7 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
     #[cfg(feature = "bench")]
     if common::vulkan_instance().is_some() {
-        std::fs::write(
-            &b.model,
-            rvl::prefill::gguf::header(
-                &[("general.architecture", "llama")],
-                &[
-                    ("llama.embedding_length", 64),
-                    ("llama.feed_forward_length", 160),
-                    ("llama.block_count", 2),
-                    ("llama.attention.head_count", 4),
-                ],
-            ),
-        )
-        .unwrap();
+        std::fs::write(&b.model, common::prefill::tiny_shapes_gguf(None)).unwrap();
         let predicted = checked(b.rvl(&["--ubatch", "16", "--no-cpu", "--json"]));
         assert!(
             predicted["prefill"]["gemm_prediction"]["points"][0]["predicted_tokens_per_s"]

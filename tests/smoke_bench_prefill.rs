@@ -244,21 +244,7 @@ fn a_model_whose_header_gives_its_shapes_gets_the_gemm_prediction_beside_the_mea
     }
     let b = stand_in("");
     // The `tiny` preset's shapes, all F32: a quick sweep of seconds on lavapipe.
-    std::fs::write(
-        &b.model,
-        rvl::prefill::gguf::header(
-            &[("general.architecture", "llama")],
-            &[
-                ("llama.embedding_length", 64),
-                ("llama.feed_forward_length", 160),
-                ("llama.block_count", 2),
-                ("llama.attention.head_count", 4),
-                ("llama.attention.head_count_kv", 2),
-                ("general.file_type", 0),
-            ],
-        ),
-    )
-    .unwrap();
+    std::fs::write(&b.model, common::prefill::tiny_shapes_gguf(Some(0))).unwrap();
     let out = b
         .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
         .run()

@@ -124,3 +124,21 @@ impl Bench {
         self.dir.path().join(name)
     }
 }
+
+/// A GGUF file with the `tiny` preset's layer shapes in its metadata and no tensors: enough
+/// for smoke-bench's GEMM prediction (the stand-in llama-bench never reads it).
+pub fn tiny_shapes_gguf(file_type: Option<u32>) -> Vec<u8> {
+    use rvl::gguf::Value;
+    let mut meta: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String("llama".into())),
+        ("llama.embedding_length".into(), Value::U32(64)),
+        ("llama.feed_forward_length".into(), Value::U32(160)),
+        ("llama.block_count".into(), Value::U32(2)),
+        ("llama.attention.head_count".into(), Value::U32(4)),
+        ("llama.attention.head_count_kv".into(), Value::U32(2)),
+    ];
+    if let Some(t) = file_type {
+        meta.push(("general.file_type".into(), Value::U32(t)));
+    }
+    rvl::gguf::write::header(&meta, &[]).unwrap().0
+}
