@@ -147,10 +147,15 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
 fn peak_prediction(p: &Peak) -> Option<String> {
     let pr = p.predicted.as_ref()?;
     Some(format!(
-        "{} >= {} ({}-bound{})",
+        "{} >= {} ({}-bound{}{})",
         p.precision.name(),
         fmt_rate(pr.gflops),
         pr.bound,
+        if pr.bound == "arithmetic" {
+            String::new()
+        } else {
+            format!("; arithmetic alone {}", fmt_rate(pr.arithmetic_gflops))
+        },
         share(p.gflops, pr.gflops)
             .map(|s| format!(", measured {s}"))
             .unwrap_or_default()
@@ -160,9 +165,14 @@ fn peak_prediction(p: &Peak) -> Option<String> {
 /// A kernel's prediction beside its best measured rate.
 fn kernel_prediction(p: &Prediction, measured: Option<f64>) -> String {
     format!(
-        "predicted >= {} ({}-bound), measured {}",
+        "predicted >= {} ({}-bound{}), measured {}",
         fmt_rate(p.gflops),
         p.bound,
+        if p.bound == "arithmetic" {
+            String::new()
+        } else {
+            format!("; arithmetic alone {}", fmt_rate(p.arithmetic_gflops))
+        },
         match (measured, share(measured, p.gflops)) {
             (Some(m), Some(s)) => format!("{} ({s})", fmt_rate(m)),
             _ => "-".into(),
@@ -474,6 +484,13 @@ mod tests {
             "predicted >= 512 (arithmetic-bound), measured 85.0 (17 %)"
         );
         assert!(kernel_prediction(&predicted(), None).ends_with("measured -"));
+        let mut loads = predicted();
+        loads.bound = "load/store".into();
+        loads.gflops = 128.0;
+        assert_eq!(
+            kernel_prediction(&loads, Some(64.0)),
+            "predicted >= 128 (load/store-bound; arithmetic alone 512), measured 64.0 (50 %)"
+        );
     }
 
     #[test]
