@@ -163,7 +163,7 @@ fn a_prediction_is_absent_without_unit_statistics_and_follows_the_schema_where_p
         value,
     })
     .collect();
-    let p: Prediction = for_kernel(&panvk, &stats, Some(256.0)).unwrap();
+    let p: Prediction = for_kernel(&panvk, "fp32", "peak-fp32", &stats, Some(256.0)).unwrap();
     let p = serde_json::to_value(&p).unwrap();
     doc["peak"][0]["predicted"] = p.clone();
     if let Some(k) = doc["kernels"].get_mut(0) {

@@ -2,7 +2,7 @@
 # Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
 # (native lab build, docs/panvk-lab.md "Throughput model"):
 #
-#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX]
+#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX] [--rust]
 #
 # For rvl's peak loops and Mali GEMM kernels (and with --vkpeak, vkpeak's fp32/fp16/int8 loops
 # compiled by hand into DIR/vkpeak_*.spv; see the doc), it compiles each pipeline with
@@ -16,16 +16,19 @@
 #   - GFLOP/s = FLOPs per thread per iteration / loop ALU cycles x 4 cores x 1 GHz, with
 #     ALU cycles = (FMA + CVT) / 64 + SFU / 16 / 4 (G610 rates, v10 issues one at a time).
 # Rows are cached like spill-report.sh's (key: shader, arguments, driver build).
+# --rust prints the rvl rows as src/bench/throughput.rs LAB_LOOPS entries instead.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 variant=stock
 vkpeak=""
 only="."
+rust=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) variant=patched; shift ;;
         --vkpeak) vkpeak="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
+        --rust) rust=1; shift ;;
         *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX]" ;;
     esac
 done
@@ -73,8 +76,8 @@ fi
 
 flag=()
 [ "$variant" = patched ] && flag=(--patched)
-printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+[ "$rust" = 1 ] || printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads |\n'
+[ "$rust" = 1 ] || printf '|---|---|---|---|---|---|---|---|---|\n'
 for r in "${rows[@]}"; do
     IFS='|' read -r name shader flops peak args <<<"$r"
     [[ "$name" =~ $only ]] || continue
@@ -88,9 +91,9 @@ for r in "${rows[@]}"; do
             >"$CACHE/$key.tmp" 2>"$CACHE/$key.err" || die "harness failed on $name (see $CACHE/$key.err)"
         mv "$CACHE/$key.tmp" "$CACHE/$key.out"
     fi
-    python3 - "$isa" "$CACHE/$key.out" "$CACHE/$key.err" "$name" "$flops" "$peak" <<'EOF'
+    python3 - "$isa" "$CACHE/$key.out" "$CACHE/$key.err" "$name" "$flops" "$peak" "$rust" <<'EOF'
 import re, sys
-isa, out, err, name, flops, peak = sys.argv[1:]
+isa, out, err, name, flops, peak, rust = sys.argv[1:]
 flops, peak = float(flops), float(peak)
 # Opcode -> unit, from ISA.xml: an <ins> names its own unit or inherits its <group>'s.
 unit = {}
@@ -142,6 +145,12 @@ whole = stats.get('ALU', 0)
 floor = flops / max(whole, stats.get('Load/store', 0)) * 4 if whole else 0
 pred = flops / alu * 4 if alu else 0
 g = lambda k: '%.3g' % stats.get(k, float('nan'))
+if rust == '1':
+    if not name.startswith('vkpeak'):
+        prec, kernel = (name.split('-')[1], name) if name.startswith('peak') else (name.split('-')[0], name.split('-', 1)[1])
+        print('    LabLoop { precision: "%s", kernel: "%s", whole: [%s], loop_alu: %s },' % (
+            prec, kernel, ', '.join(repr(stats.get(k, 0.0)) for k in ('FMA', 'CVT', 'SFU', 'ALU', 'Load/store')), repr(alu)))
+    sys.exit(0)
 print('| %s | %g | %s / %s / %s / %s / %s | %.0f | %d / %d / %d, %d | %.3f | **%.0f** | %.0f %% | %d, %s |' % (
     name, flops, g('FMA'), g('CVT'), g('SFU'), g('ALU'), g('Load/store'), floor,
     w['FMA'], w['CVT'], w['SFU'], w['LS'], alu, pred, 100 * pred / peak,

@@ -54,7 +54,13 @@ fn predict(runner: &mut Runner, precision: Precision) -> Option<Prediction> {
     let spec = peak_spec(precision, runner.gpu.info.is_cpu());
     let gpu = runner.gpu;
     let stats = runner.pipeline(&spec).ok()?.statistics(gpu);
-    throughput::for_kernel(&gpu.info, &stats, Some(ops_per_iter(precision)))
+    throughput::for_kernel(
+        &gpu.info,
+        precision.name(),
+        &spec.name,
+        &stats,
+        Some(ops_per_iter(precision)),
+    )
 }
 
 /// The peak kernel for `precision`: LOCAL invocations per workgroup, enough workgroups to

@@ -147,33 +147,44 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
 fn peak_prediction(p: &Peak) -> Option<String> {
     let pr = p.predicted.as_ref()?;
     Some(format!(
-        "{} >= {} ({}-bound{}{})",
+        "{} {}{}",
         p.precision.name(),
-        fmt_rate(pr.gflops),
-        pr.bound,
-        if pr.bound == "arithmetic" {
-            String::new()
-        } else {
-            format!("; arithmetic alone {}", fmt_rate(pr.arithmetic_gflops))
-        },
-        share(p.gflops, pr.gflops)
+        predicted_rate(pr),
+        share(p.gflops, pr.loop_gflops.unwrap_or(pr.gflops))
             .map(|s| format!(", measured {s}"))
             .unwrap_or_default()
     ))
 }
 
-/// A kernel's prediction beside its best measured rate.
-fn kernel_prediction(p: &Prediction, measured: Option<f64>) -> String {
-    format!(
-        "predicted >= {} ({}-bound{}), measured {}",
-        fmt_rate(p.gflops),
+/// The loop's rate where the lab counted this very code, else the floor from the driver's
+/// whole-shader statistics, with the bounding unit.
+fn predicted_rate(p: &Prediction) -> String {
+    let floor = format!(
+        "{}-bound{}",
         p.bound,
         if p.bound == "arithmetic" {
             String::new()
         } else {
             format!("; arithmetic alone {}", fmt_rate(p.arithmetic_gflops))
-        },
-        match (measured, share(measured, p.gflops)) {
+        }
+    );
+    match p.loop_gflops {
+        Some(l) => format!(
+            "{} (loop as the panvk lab counted it; floor {}, {floor})",
+            fmt_rate(l),
+            fmt_rate(p.gflops)
+        ),
+        None => format!(">= {} ({floor})", fmt_rate(p.gflops)),
+    }
+}
+
+/// A kernel's prediction beside its best measured rate.
+fn kernel_prediction(p: &Prediction, measured: Option<f64>) -> String {
+    let against = p.loop_gflops.unwrap_or(p.gflops);
+    format!(
+        "predicted {}, measured {}",
+        predicted_rate(p),
+        match (measured, share(measured, against)) {
             (Some(m), Some(s)) => format!("{} ({s})", fmt_rate(m)),
             _ => "-".into(),
         }
@@ -473,7 +484,7 @@ mod tests {
         })
         .collect();
         let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
-        throughput::for_kernel(&panvk, &stats, Some(256.0)).unwrap()
+        throughput::for_kernel(&panvk, "fp32", "x", &stats, Some(256.0)).unwrap()
     }
 
     #[test]
@@ -491,6 +502,13 @@ mod tests {
             kernel_prediction(&loads, Some(64.0)),
             "predicted >= 128 (load/store-bound; arithmetic alone 512), measured 64.0 (50 %)"
         );
+        // Where the lab counted the loop of this very code, the share is of the loop's rate.
+        loads.loop_gflops = Some(400.0);
+        assert_eq!(
+            kernel_prediction(&loads, Some(100.0)),
+            "predicted 400 (loop as the panvk lab counted it; floor 128, load/store-bound; \
+             arithmetic alone 512), measured 100 (25 %)"
+        );
     }
 
     #[test]
@@ -505,7 +523,7 @@ mod tests {
         p.predicted = Some(predicted());
         assert_eq!(
             peak_prediction(&p).as_deref(),
-            Some("fp32 >= 512 (arithmetic-bound, measured 25 %)")
+            Some("fp32 >= 512 (arithmetic-bound), measured 25 %")
         );
     }
 }

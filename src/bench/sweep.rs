@@ -520,7 +520,13 @@ impl Sweep<'_, '_> {
             Err(_) => return, // the screening run reports the error
         };
         let mut d = spill::diagnose(&gpu.info, spec.precision.name(), &spec.name, stats);
-        d.predicted = throughput::for_kernel(&gpu.info, &d.statistics, spec.flops_per_iteration());
+        d.predicted = throughput::for_kernel(
+            &gpu.info,
+            spec.precision.name(),
+            &spec.name,
+            &d.statistics,
+            spec.flops_per_iteration(),
+        );
         self.kernels.push(d);
     }
 

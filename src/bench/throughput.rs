@@ -76,6 +76,111 @@ pub fn unit_cycles(dev: &DeviceInfo, stats: &[Statistic]) -> Option<UnitCycles> 
     })
 }
 
+/// A kernel's innermost loop as the panvk lab counted it (scripts/panvk-lab/throughput-report.sh
+/// --rust, Mesa 26.2 native, G610): its ALU cycles per thread per iteration, and the
+/// whole-shader FMA, CVT, SFU, ALU and Load/store statistics that identify that compiled code.
+pub struct LabLoop {
+    pub precision: &'static str,
+    pub kernel: &'static str,
+    pub whole: [f64; 5],
+    pub loop_alu: f64,
+}
+
+pub const LAB_LOOPS: &[LabLoop] = &[
+    LabLoop {
+        precision: "fp32",
+        kernel: "peak-fp32",
+        whole: [2.60938, 0.59375, 0.125, 3.23438, 3.0],
+        loop_alu: 2.078125,
+    },
+    LabLoop {
+        precision: "fp16",
+        kernel: "peak-fp16",
+        whole: [1.54688, 0.46875, 0.125, 2.04688, 3.0],
+        loop_alu: 1.0625,
+    },
+    LabLoop {
+        precision: "int8",
+        kernel: "peak-int8",
+        whole: [2.0, 1.54688, 0.875, 3.76562, 3.0],
+        loop_alu: 2.078125,
+    },
+    LabLoop {
+        precision: "fp32",
+        kernel: "reg-4x4",
+        whole: [1.0, 2.46875, 3.3125, 4.29688, 56.0],
+        loop_alu: 1.328125,
+    },
+    LabLoop {
+        precision: "fp32",
+        kernel: "reg-4x2",
+        whole: [0.5, 1.46875, 2.0625, 2.48438, 30.0],
+        loop_alu: 0.765625,
+    },
+    LabLoop {
+        precision: "fp32",
+        kernel: "reg-2x4",
+        whole: [0.5, 1.46875, 2.0625, 2.48438, 30.0],
+        loop_alu: 0.765625,
+    },
+    LabLoop {
+        precision: "fp16",
+        kernel: "reg-4x4",
+        whole: [1.25, 3.0625, 3.3125, 5.14062, 56.0],
+        loop_alu: 1.453125,
+    },
+    LabLoop {
+        precision: "fp16",
+        kernel: "reg-4x2",
+        whole: [0.625, 1.8125, 2.0625, 2.95312, 30.0],
+        loop_alu: 0.828125,
+    },
+    LabLoop {
+        precision: "int8",
+        kernel: "reg-2x2",
+        whole: [0.625, 1.10938, 1.5625, 2.125, 24.0],
+        loop_alu: 1.03125,
+    },
+    LabLoop {
+        precision: "int8",
+        kernel: "reg-4x1",
+        whole: [0.625, 1.17188, 1.75, 2.23438, 27.0],
+        loop_alu: 1.09375,
+    },
+    LabLoop {
+        precision: "q4_0",
+        kernel: "reg-2x2",
+        whole: [4.25, 2.60938, 8.3125, 8.9375, 32.0],
+        loop_alu: 7.6875,
+    },
+    LabLoop {
+        precision: "q4_0",
+        kernel: "reg-4x1",
+        whole: [3.25, 2.1875, 5.0, 6.6875, 46.0],
+        loop_alu: 5.453125,
+    },
+    LabLoop {
+        precision: "q4_0",
+        kernel: "reg-2x1",
+        whole: [2.125, 1.59375, 4.5, 4.84375, 24.0],
+        loop_alu: 4.046875,
+    },
+];
+
+/// The lab's loop cycles for this kernel, when the driver's statistics equal the lab's (the
+/// same compiled code, so the loop the lab counted is the one that runs).
+fn lab_loop(precision: &str, kernel: &str, c: &UnitCycles) -> Option<f64> {
+    let seen = [c.fma, c.cvt, c.sfu, c.arithmetic, c.load_store];
+    LAB_LOOPS
+        .iter()
+        .find(|l| {
+            l.precision == precision
+                && l.kernel == kernel
+                && l.whole.iter().zip(seen).all(|(a, b)| (a - b).abs() < 1e-4)
+        })
+        .map(|l| l.loop_alu)
+}
+
 /// Shader cores and clock the prediction assumes, and where they came from.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DeviceFacts {
@@ -113,6 +218,9 @@ pub struct Prediction {
     /// (256 B at the L1's 64 B per clock: 0.25 cycles per thread), so a load/store bound from
     /// these counts is loose and this is the figure to compare with FMA peaks.
     pub arithmetic_gflops: f64,
+    /// The rate of the innermost loop alone, from the panvk lab's count of it (LAB_LOOPS), given
+    /// only when this driver compiled the kernel to the same code as the lab did.
+    pub loop_gflops: Option<f64>,
     pub cycles: UnitCycles,
     pub flops_per_iteration: f64,
     pub cores: u32,
@@ -145,6 +253,7 @@ pub fn predict(
         } else {
             f64::INFINITY
         },
+        loop_gflops: None,
         cycles,
         flops_per_iteration,
         cores: facts.cores,
@@ -157,14 +266,17 @@ pub fn predict(
 /// unit cycles and the kernel's work per loop iteration is known.
 pub fn for_kernel(
     dev: &DeviceInfo,
+    precision: &str,
+    kernel: &str,
     stats: &[Statistic],
     flops_per_iteration: Option<f64>,
 ) -> Option<Prediction> {
-    predict(
-        unit_cycles(dev, stats)?,
-        flops_per_iteration?,
-        &DeviceFacts::for_device(dev),
-    )
+    let cycles = unit_cycles(dev, stats)?;
+    let facts = DeviceFacts::for_device(dev);
+    let mut p = predict(cycles, flops_per_iteration?, &facts)?;
+    p.loop_gflops = lab_loop(precision, kernel, &cycles)
+        .map(|c| p.flops_per_iteration / c * f64::from(facts.cores) * facts.clock_hz / 1e9);
+    Some(p)
 }
 
 #[cfg(test)]
@@ -200,7 +312,14 @@ mod tests {
     fn a_pure_fma_loop_predicts_the_g610s_512_gflops() {
         let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
         // 128 fp32 FMA words = 2 core cycles per thread for 256 FLOP -> 128 FLOP/cycle/core.
-        let p = for_kernel(&panvk, &panvk_stats(2.0, 0.0, 0.0), Some(256.0)).unwrap();
+        let p = for_kernel(
+            &panvk,
+            "fp32",
+            "x",
+            &panvk_stats(2.0, 0.0, 0.0),
+            Some(256.0),
+        )
+        .unwrap();
         assert_eq!(p.bound, "arithmetic");
         assert!((p.gflops - 512.0).abs() < 1e-9, "{}", p.gflops);
         assert_eq!((p.cores, p.clock_hz), (4, 1e9));
@@ -211,10 +330,24 @@ mod tests {
     fn cvt_work_counts_against_the_fma_rate_and_load_store_can_bound() {
         let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
         // 2 FMA + 2 CVT cycles issue one after the other: half the rate.
-        let p = for_kernel(&panvk, &panvk_stats(2.0, 2.0, 1.0), Some(256.0)).unwrap();
+        let p = for_kernel(
+            &panvk,
+            "fp32",
+            "x",
+            &panvk_stats(2.0, 2.0, 1.0),
+            Some(256.0),
+        )
+        .unwrap();
         assert!((p.gflops - 256.0).abs() < 1e-9);
         // 8 load/store cycles against 2 arithmetic: the loads bound it.
-        let p = for_kernel(&panvk, &panvk_stats(2.0, 0.0, 8.0), Some(256.0)).unwrap();
+        let p = for_kernel(
+            &panvk,
+            "fp32",
+            "x",
+            &panvk_stats(2.0, 0.0, 8.0),
+            Some(256.0),
+        )
+        .unwrap();
         assert_eq!(p.bound, "load/store");
         assert!((p.gflops - 128.0).abs() < 1e-9);
         assert!((p.arithmetic_gflops - 512.0).abs() < 1e-9);
@@ -234,6 +367,39 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_compiled_as_in_the_lab_gets_the_labs_loop_rate() {
+        let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
+        let lab = &LAB_LOOPS[0];
+        let [fma, cvt, sfu, alu, ls] = lab.whole;
+        let stats = vec![
+            stat("FMA", fma),
+            stat("CVT", cvt),
+            stat("SFU", sfu),
+            stat("ALU", alu),
+            stat("Load/store", ls),
+        ];
+        let p = for_kernel(&panvk, lab.precision, lab.kernel, &stats, Some(256.0)).unwrap();
+        // peak-fp32: 256 FLOP over 2.078 loop cycles x 4 cores x 1 GHz = 493 GFLOP/s.
+        assert!((p.loop_gflops.unwrap() - 256.0 / lab.loop_alu * 4.0).abs() < 1e-9);
+        assert!(p.loop_gflops.unwrap() > p.gflops);
+        // Other code (one statistic differs), or another kernel's name: no loop figure.
+        let mut other = stats.clone();
+        other[1] = stat("CVT", cvt + 1.0 / 64.0);
+        assert_eq!(
+            for_kernel(&panvk, lab.precision, lab.kernel, &other, Some(256.0))
+                .unwrap()
+                .loop_gflops,
+            None
+        );
+        assert_eq!(
+            for_kernel(&panvk, lab.precision, "reg-9x9", &stats, Some(256.0))
+                .unwrap()
+                .loop_gflops,
+            None
+        );
+    }
+
+    #[test]
     fn the_devices_own_core_mask_sets_the_core_count() {
         let mut panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
         panvk.shader_cores = Some(ShaderCores {
@@ -241,7 +407,14 @@ mod tests {
             core_count: 2,
             warps_per_core: 64,
         });
-        let p = for_kernel(&panvk, &panvk_stats(2.0, 0.0, 0.0), Some(256.0)).unwrap();
+        let p = for_kernel(
+            &panvk,
+            "fp32",
+            "x",
+            &panvk_stats(2.0, 0.0, 0.0),
+            Some(256.0),
+        )
+        .unwrap();
         assert_eq!(p.cores, 2);
         assert!((p.gflops - 256.0).abs() < 1e-9);
     }
@@ -251,17 +424,26 @@ mod tests {
         let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
         let nv = dev(0, "H200", "discrete-gpu", "NVIDIA_PROPRIETARY");
         assert_eq!(
-            for_kernel(&nv, &panvk_stats(2.0, 0.0, 0.0), Some(256.0)),
+            for_kernel(&nv, "fp32", "x", &panvk_stats(2.0, 0.0, 0.0), Some(256.0)),
             None
         );
-        assert_eq!(for_kernel(&panvk, &panvk_stats(2.0, 0.0, 0.0), None), None);
         assert_eq!(
-            for_kernel(&panvk, &[stat("Spills", 0.0)], Some(256.0)),
+            for_kernel(&panvk, "fp32", "x", &panvk_stats(2.0, 0.0, 0.0), None),
+            None
+        );
+        assert_eq!(
+            for_kernel(&panvk, "fp32", "x", &[stat("Spills", 0.0)], Some(256.0)),
             None
         );
         // A shader with no cycles at all has nothing to divide by.
         assert_eq!(
-            for_kernel(&panvk, &panvk_stats(0.0, 0.0, 0.0), Some(256.0)),
+            for_kernel(
+                &panvk,
+                "fp32",
+                "x",
+                &panvk_stats(0.0, 0.0, 0.0),
+                Some(256.0)
+            ),
             None
         );
     }
