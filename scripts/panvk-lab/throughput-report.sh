@@ -15,7 +15,9 @@
 #     FMA/CVT/SFU result words and load/store instructions per thread;
 #   - GFLOP/s = FLOPs per thread per iteration / loop ALU cycles x 4 cores x 1 GHz, with
 #     ALU cycles = (FMA + CVT) / 64 + SFU / 16 / 4 (G610 rates, v10 issues one at a time).
-# Rows are cached like spill-report.sh's (key: shader, arguments, driver build).
+# Rows are cached like spill-report.sh's (key: shader, arguments, driver build, harness).
+# The harness runs with --no-robust: rvl's device leaves robustBufferAccess off, and with it on
+# Mesa adds bounds checks to each buffer access (other code, other counts).
 # --rust prints the rvl rows as src/bench/throughput.rs LAB_LOOPS entries instead.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -83,11 +85,11 @@ for r in "${rows[@]}"; do
     [[ "$name" =~ $only ]] || continue
     [ -f "$shader" ] || { echo "| $name | missing $shader |"; continue; }
     # shellcheck disable=SC2086
-    key=$( { sha256sum <"$shader"; echo "$args $driver"; } | sha256sum | cut -c1-24)
+    key=$( { sha256sum <"$shader"; echo "$args --no-robust $driver"; sha256sum <"$LAB_DIR/spill_harness.c"; } | sha256sum | cut -c1-24)
     if [ ! -f "$CACHE/$key.out" ]; then
         # shellcheck disable=SC2086
         LAB_ENV="BIFROST_MESA_DEBUG=shaderdb,statsfull,shaders" \
-            "$LAB_DIR/native-run.sh" "${flag[@]+"${flag[@]}"}" spill_harness "$shader" $args \
+            "$LAB_DIR/native-run.sh" "${flag[@]+"${flag[@]}"}" spill_harness "$shader" $args --no-robust \
             >"$CACHE/$key.tmp" 2>"$CACHE/$key.err" || die "harness failed on $name (see $CACHE/$key.err)"
         mv "$CACHE/$key.tmp" "$CACHE/$key.out"
     fi

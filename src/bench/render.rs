@@ -374,7 +374,7 @@ fn diagnostics(o: &mut String, r: &Report, style: Style) {
         {
             let _ = writeln!(
                 o,
-                "  predicted GFLOP/s = FLOPs per thread per loop iteration / bounding unit's cycles per thread x {} cores x {} MHz; {}",
+                "  predicted GFLOP/s = FLOPs per thread per loop iteration / bounding unit's cycles per thread x {} cores x {} MHz; floor: {}; the loop figure, where shown, counts the innermost loop of the same compiled code in the panvk lab (docs/panvk-lab.md, Throughput model)",
                 p.cores,
                 (p.clock_hz / 1e6).round(),
                 p.basis
