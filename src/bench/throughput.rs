@@ -240,7 +240,9 @@ pub fn predict(
     facts: &DeviceFacts,
 ) -> Option<Prediction> {
     let (bound, c) = cycles.bound();
-    if !(c > 0.0) || !(flops_per_iteration > 0.0) {
+    // Written so that NaN also gives None.
+    let positive = |v: f64| v > 0.0;
+    if !positive(c) || !positive(flops_per_iteration) {
         return None;
     }
     let rate =
