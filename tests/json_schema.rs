@@ -117,6 +117,64 @@ fn smoke_bench_documents_follow_the_schema() {
     assert_eq!(usage["exit_code"], rvl::exit::USAGE);
 }
 
+/// Lavapipe gives no pipeline statistics, so its document has no `predicted`; the same document
+/// with a prediction for panvk-named statistics planted in it (as rvl serialises one) still
+/// follows the schema, and one with a nonsense bound does not.
+#[cfg(feature = "bench")]
+#[test]
+fn a_prediction_is_absent_without_unit_statistics_and_follows_the_schema_where_present() {
+    use rvl::bench::throughput::{for_kernel, Prediction};
+    if common::vulkan_instance().is_none() {
+        return;
+    }
+    let mut doc = checked(rvl(common::TINY_BENCH_JSON));
+    if doc["device"]["driver_id"] == "MESA_LLVMPIPE" {
+        for entry in doc["peak"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(doc["kernels"].as_array().unwrap())
+        {
+            assert!(
+                entry.get("predicted").is_none(),
+                "lavapipe has no unit cycles: {entry}"
+            );
+        }
+        assert!(doc["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["statistics"] == serde_json::json!([])));
+    }
+    let panvk = rvl::vulkan::DeviceInfo {
+        driver_id: "MESA_PANVK".into(),
+        ..Default::default()
+    };
+    let stats: Vec<rvl::vulkan::Statistic> = [
+        ("FMA", 2.0),
+        ("CVT", 0.1),
+        ("SFU", 0.0),
+        ("ALU", 2.1),
+        ("Load/store", 0.2),
+    ]
+    .into_iter()
+    .map(|(name, value)| rvl::vulkan::Statistic {
+        name: name.into(),
+        value,
+    })
+    .collect();
+    let p: Prediction = for_kernel(&panvk, "fp32", "peak-fp32", &stats, Some(256.0)).unwrap();
+    let p = serde_json::to_value(&p).unwrap();
+    doc["peak"][0]["predicted"] = p.clone();
+    if let Some(k) = doc["kernels"].get_mut(0) {
+        k["predicted"] = p.clone();
+        k["measured_gflops"] = serde_json::json!(85.0);
+    }
+    assert!(schema().is_valid(&doc), "{doc}");
+    doc["peak"][0]["predicted"]["bound"] = serde_json::json!("clock");
+    assert!(!schema().is_valid(&doc));
+}
+
 #[test]
 fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     // A stand-in llama-bench: no Vulkan needed by rvl, so this runs everywhere.

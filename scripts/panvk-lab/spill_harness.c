@@ -17,6 +17,9 @@
  * "live.NAME=bytes" lines give the driver's live BO total at each step.
  * --respec ID=VAL compiles a second pipeline with that constant changed and
  * uses it for every --groups shape after the first.
+ * --no-robust leaves robustBufferAccess off (every other feature the device has
+ * is enabled): rvl's own device does not enable it, and with it on Mesa adds
+ * bounds checks to every buffer access, so the compiled code differs.
  *
  * Each --groups shape (default 1,1,1) gets its own command buffer(s), so one
  * compile answers several dispatch shapes (BO phases "record.I", "end.I").
@@ -313,7 +316,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fprintf(stderr, "usage: spill_harness SHADER.spv [--local X,Y,Z] [--groups X,Y,Z] "
-                        "[--spec ID=VAL|ID=f:FLOAT]... [--dispatches N] [--cmdbufs N] [--submit] [--rerecord K]\n");
+                        "[--spec ID=VAL|ID=f:FLOAT]... [--dispatches N] [--cmdbufs N] [--submit] [--rerecord K] [--no-robust]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0); /* keep what was printed if the driver aborts */
@@ -323,13 +326,14 @@ int main(int argc, char **argv)
     uint32_t nshapes = 0;
     int have_local = 0;
     uint32_t dispatches = 1, cmdbufs = 1, rerecord = 0;
-    int submit = 0, have_respec = 0;
+    int submit = 0, have_respec = 0, robust = 1;
     struct spec respec = {0, 0};
     struct spec specs[MAX_SPECS];
     int nspecs = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--submit")) { submit = 1; continue; }
+        if (!strcmp(a, "--no-robust")) { robust = 0; continue; }
         if (i + 1 >= argc)
             fail(2, "option %s needs a value", a);
         const char *v = argv[++i];
@@ -452,6 +456,8 @@ int main(int argc, char **argv)
         f12.pNext = &f13;
         vkGetPhysicalDeviceFeatures2(pd, &f2);
     }
+    if (!robust)
+        f2.features.robustBufferAccess = VK_FALSE;
     if (has_stats) {
         pef.pNext = f2.pNext;
         f2.pNext = &pef;

@@ -209,6 +209,23 @@ impl KernelSpec {
         }
     }
 
+    /// FLOPs (ops for int8) one invocation does per iteration of its main loop, for the
+    /// throughput model (throughput.rs): the register kernels step K by a vec4 (fp32/fp16:
+    /// TM x TN dot products of 4 = 8 x TM x TN FLOP) or by a block of 32 (int8, q4_0:
+    /// 64 x TM x TN). None for the tiled kernels (their inner K loop may or may not be unrolled,
+    /// so the static code's iteration is not known here) and the fixed-grid kernels (peak.rs
+    /// counts its own).
+    pub fn flops_per_iteration(&self) -> Option<f64> {
+        if self.family != Family::Reg || self.fixed_grid.is_some() {
+            return None;
+        }
+        let per_output = match self.precision {
+            Precision::Fp32 | Precision::Fp16 => 8.0,
+            Precision::Int8 | Precision::Q4_0 => 64.0,
+        };
+        Some(per_output * f64::from(self.spec[2]) * f64::from(self.spec[3]))
+    }
+
     pub fn invocations(&self) -> u32 {
         self.local.0 * self.local.1
     }
@@ -461,6 +478,19 @@ pub fn find(name: &str, precision: Precision) -> Option<KernelSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_throughput_model_knows_each_register_kernels_work_per_loop_iteration() {
+        let flops = |name: &str, p: Precision| find(name, p).unwrap().flops_per_iteration();
+        // fp32/fp16: TM x TN vec4 dot products per K step; int8/q4_0: a block of 32 per step.
+        assert_eq!(flops("reg-4x4", Precision::Fp32), Some(128.0));
+        assert_eq!(flops("reg-4x2", Precision::Fp16), Some(64.0));
+        assert_eq!(flops("reg-2x2", Precision::Int8), Some(256.0));
+        assert_eq!(flops("reg-4x1", Precision::Q4_0), Some(256.0));
+        assert_eq!(flops("tiled-128x128", Precision::Fp32), None);
+        let peak = fixed("peak-fp32", Precision::Fp32, PEAK_F32, vec![256], 256, 16);
+        assert_eq!(peak.flops_per_iteration(), None);
+    }
 
     #[test]
     fn every_variant_keeps_its_host_contract() {

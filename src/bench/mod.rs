@@ -24,6 +24,7 @@ pub mod report;
 pub mod runner;
 pub mod spill;
 pub mod sweep;
+pub mod throughput;
 
 use std::collections::HashMap;
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::kernels::{self, Precision, PEAK_F16, PEAK_F32, PEAK_INT8};
 use super::runner::{median, Bound, Runner};
+use super::throughput::{self, Prediction};
 use crate::vulkan::{Buffer, VkError};
 
 /// Operations per invocation per loop iteration: peak.comp 4 unrolled x 8 chains x 4 lanes x
@@ -23,23 +24,62 @@ pub struct Peak {
     pub gflops: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The rate the compiled loop allows (throughput.rs), where the driver gives unit cycles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Prediction>,
 }
 
 /// Measure the arithmetic peak for `precision` (fp32 or fp16 FMA, int8 dot products; GFLOP/s or
 /// GOP/s), aiming at `target_s` per timed run.
 pub fn measure(runner: &mut Runner, precision: Precision, target_s: f64, reps: usize) -> Peak {
+    let predicted = predict(runner, precision);
     match try_measure(runner, precision, target_s, reps) {
         Ok(g) => Peak {
             precision,
             gflops: Some(g),
             error: None,
+            predicted,
         },
         Err(e) => Peak {
             precision,
             gflops: None,
             error: Some(e.to_string()),
+            predicted,
         },
     }
+}
+
+/// The peak loop's predicted rate from its pipeline statistics, if the driver gives them.
+fn predict(runner: &mut Runner, precision: Precision) -> Option<Prediction> {
+    let spec = peak_spec(precision, runner.gpu.info.is_cpu());
+    let gpu = runner.gpu;
+    let stats = runner.pipeline(&spec).ok()?.statistics(gpu);
+    throughput::for_kernel(
+        &gpu.info,
+        precision.name(),
+        &spec.name,
+        &stats,
+        Some(ops_per_iter(precision)),
+    )
+}
+
+/// The peak kernel for `precision`: LOCAL invocations per workgroup, enough workgroups to
+/// fill a big GPU many times over (a CPU device gets fewer).
+fn peak_spec(precision: Precision, cpu: bool) -> kernels::KernelSpec {
+    let spirv = match precision {
+        Precision::Fp16 => PEAK_F16,
+        Precision::Int8 => PEAK_INT8,
+        _ => PEAK_F32,
+    };
+    let groups: u32 = if cpu { 64 } else { 16384 };
+    kernels::fixed(
+        &format!("peak-{}", precision.name()),
+        precision,
+        spirv,
+        vec![LOCAL],
+        LOCAL,
+        groups,
+    )
 }
 
 fn try_measure(
@@ -48,21 +88,8 @@ fn try_measure(
     target_s: f64,
     reps: usize,
 ) -> Result<f64, VkError> {
-    let spirv = match precision {
-        Precision::Fp16 => PEAK_F16,
-        Precision::Int8 => PEAK_INT8,
-        _ => PEAK_F32,
-    };
-    // Enough workgroups to fill a big GPU many times over; a CPU device gets fewer.
-    let groups: u32 = if runner.gpu.info.is_cpu() { 64 } else { 16384 };
-    let spec = kernels::fixed(
-        &format!("peak-{}", precision.name()),
-        precision,
-        spirv,
-        vec![LOCAL],
-        LOCAL,
-        groups,
-    );
+    let spec = peak_spec(precision, runner.gpu.info.is_cpu());
+    let groups = spec.fixed_grid.map_or(1, |g| g.0);
     let out = Buffer::storage(runner.gpu, u64::from(groups * LOCAL) * 4)?;
     let set = runner.bind(&[&out], 0, 0, 0, 0)?.set;
     // Push constants: iterations, then the operands (float bits for FMA, packed int8 for dots).

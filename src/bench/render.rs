@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use super::kernels::Precision;
+use super::peak::Peak;
 use super::report::{Report, Stack, Status};
+use super::throughput::Prediction;
 use crate::output::Style;
 
 // One format for every duration and every rate rvl prints (src/output.rs).
@@ -129,6 +131,70 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
             peaks.join(" | ")
         );
     }
+    let predicted: Vec<String> = r.peak.iter().filter_map(peak_prediction).collect();
+    if let Some(pr) = r.peak.iter().find_map(|p| p.predicted.as_ref()) {
+        let _ = writeln!(
+            o,
+            "predicted from the compiler's statistics ({} cores at {} MHz): {}",
+            pr.cores,
+            (pr.clock_hz / 1e6).round(),
+            predicted.join(" | ")
+        );
+    }
+}
+
+/// One peak loop's prediction, with the measured rate as a share of it.
+fn peak_prediction(p: &Peak) -> Option<String> {
+    let pr = p.predicted.as_ref()?;
+    Some(format!(
+        "{} {}{}",
+        p.precision.name(),
+        predicted_rate(pr),
+        share(p.gflops, pr.loop_gflops.unwrap_or(pr.gflops))
+            .map(|s| format!(", measured {s}"))
+            .unwrap_or_default()
+    ))
+}
+
+/// The loop's rate where the lab counted this very code, else the floor from the driver's
+/// whole-shader statistics, with the bounding unit.
+fn predicted_rate(p: &Prediction) -> String {
+    let floor = format!(
+        "{}-bound{}",
+        p.bound,
+        if p.bound == "arithmetic" {
+            String::new()
+        } else {
+            format!("; arithmetic alone {}", fmt_rate(p.arithmetic_gflops))
+        }
+    );
+    match p.loop_gflops {
+        Some(l) => format!(
+            "{} (loop as the panvk lab counted it; floor {}, {floor})",
+            fmt_rate(l),
+            fmt_rate(p.gflops)
+        ),
+        None => format!(">= {} ({floor})", fmt_rate(p.gflops)),
+    }
+}
+
+/// A kernel's prediction beside its best measured rate.
+fn kernel_prediction(p: &Prediction, measured: Option<f64>) -> String {
+    let against = p.loop_gflops.unwrap_or(p.gflops);
+    format!(
+        "predicted {}, measured {}",
+        predicted_rate(p),
+        match (measured, share(measured, against)) {
+            (Some(m), Some(s)) => format!("{} ({s})", fmt_rate(m)),
+            _ => "-".into(),
+        }
+    )
+}
+
+/// `measured` as a percentage of `predicted`, when both are known.
+fn share(measured: Option<f64>, predicted: f64) -> Option<String> {
+    let m = measured?;
+    (predicted > 0.0).then(|| format!("{:.0} %", 100.0 * m / predicted))
 }
 
 /// The headline: per ubatch, each stack, with the CPU next to it.
@@ -295,7 +361,24 @@ fn diagnostics(o: &mut String, r: &Report, style: Style) {
                     let _ = write!(line, "  no panvk scratch");
                 }
             }
+            if let Some(p) = &k.predicted {
+                let _ = write!(line, "  {}", kernel_prediction(p, k.measured_gflops));
+            }
             let _ = writeln!(o, "{line}");
+        }
+        if let Some(p) = r
+            .kernels
+            .iter()
+            .find_map(|k| k.predicted.as_ref())
+            .or_else(|| r.peak.iter().find_map(|p| p.predicted.as_ref()))
+        {
+            let _ = writeln!(
+                o,
+                "  predicted GFLOP/s = FLOPs per thread per loop iteration / bounding unit's cycles per thread x {} cores x {} MHz; floor: {}; the loop figure, where shown, counts the innermost loop of the same compiled code in the panvk lab (docs/panvk-lab.md, Throughput model)",
+                p.cores,
+                (p.clock_hz / 1e6).round(),
+                p.basis
+            );
         }
         if let Some(s) = r.kernels.iter().find_map(|k| k.scratch.as_ref()) {
             let _ = writeln!(
@@ -376,5 +459,71 @@ fn notes(o: &mut String, r: &Report, style: Style) {
         for n in &r.notes {
             let _ = writeln!(o, "{}", style.dim(&format!("note: {n}")));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::throughput;
+    use crate::vulkan::info::tests_support::dev;
+    use crate::vulkan::Statistic;
+
+    /// A prediction from panvk-named statistics: 2 FMA cycles for 256 FLOP = 512 GFLOP/s.
+    fn predicted() -> Prediction {
+        let stats: Vec<Statistic> = [
+            ("FMA", 2.0),
+            ("CVT", 0.0),
+            ("SFU", 0.0),
+            ("Load/store", 0.5),
+        ]
+        .into_iter()
+        .map(|(n, v)| Statistic {
+            name: n.into(),
+            value: v,
+        })
+        .collect();
+        let panvk = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
+        throughput::for_kernel(&panvk, "fp32", "x", &stats, Some(256.0)).unwrap()
+    }
+
+    #[test]
+    fn a_kernel_shows_its_prediction_beside_the_measured_rate_and_the_share() {
+        let line = kernel_prediction(&predicted(), Some(85.0));
+        assert_eq!(
+            line,
+            "predicted >= 512 (arithmetic-bound), measured 85.0 (17 %)"
+        );
+        assert!(kernel_prediction(&predicted(), None).ends_with("measured -"));
+        let mut loads = predicted();
+        loads.bound = "load/store".into();
+        loads.gflops = 128.0;
+        assert_eq!(
+            kernel_prediction(&loads, Some(64.0)),
+            "predicted >= 128 (load/store-bound; arithmetic alone 512), measured 64.0 (50 %)"
+        );
+        // Where the lab counted the loop of this very code, the share is of the loop's rate.
+        loads.loop_gflops = Some(400.0);
+        assert_eq!(
+            kernel_prediction(&loads, Some(100.0)),
+            "predicted 400 (loop as the panvk lab counted it; floor 128, load/store-bound; \
+             arithmetic alone 512), measured 100 (25 %)"
+        );
+    }
+
+    #[test]
+    fn a_peak_loop_shows_its_prediction_only_when_the_driver_gave_one() {
+        let mut p = Peak {
+            precision: Precision::Fp32,
+            gflops: Some(128.0),
+            error: None,
+            predicted: None,
+        };
+        assert_eq!(peak_prediction(&p), None);
+        p.predicted = Some(predicted());
+        assert_eq!(
+            peak_prediction(&p).as_deref(),
+            Some("fp32 >= 512 (arithmetic-bound), measured 25 %")
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::throughput::Prediction;
 use crate::vulkan::{DeviceInfo, Statistic};
 
 /// Mali-G610 MC4 on RK3588 as panthor reports it, used when the device does not expose its own.
@@ -24,6 +25,12 @@ pub struct KernelDiagnostics {
     pub fills: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scratch: Option<ScratchPrediction>,
+    /// The rate the compiled code allows (throughput.rs), where the driver gives unit cycles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Prediction>,
+    /// The best GFLOP/s this kernel's screens measured, beside `predicted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_gflops: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -116,6 +123,8 @@ pub fn diagnose(
         spills,
         fills,
         scratch,
+        predicted: None,
+        measured_gflops: None,
     }
 }
 

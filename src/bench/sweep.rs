@@ -26,6 +26,7 @@ use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
 use super::runner::{median, warmup_runs, Bound, Runner, StackTiming};
 use super::spill::{self, KernelDiagnostics};
+use super::throughput;
 use crate::vulkan::{Buffer, VkError};
 
 /// Dispatches per command buffer: ggml-vulkan submits about every 100 graph nodes, of which
@@ -191,9 +192,14 @@ pub fn run(
     for p in &precisions {
         s.precision(*p, precisions.len());
     }
+    let ubatches: Vec<UbatchResult> = s.results.into_values().collect();
+    let mut kernels = s.kernels;
+    for k in &mut kernels {
+        k.measured_gflops = best_measured(&ubatches, &k.precision, &k.kernel);
+    }
     Outcome {
-        ubatches: s.results.into_values().collect(),
-        kernels: s.kernels,
+        ubatches,
+        kernels,
         notes: s.notes,
         problems: s.problems,
     }
@@ -513,7 +519,14 @@ impl Sweep<'_, '_> {
             Ok(pipe) => pipe.statistics(gpu),
             Err(_) => return, // the screening run reports the error
         };
-        let d = spill::diagnose(&gpu.info, spec.precision.name(), &spec.name, stats);
+        let mut d = spill::diagnose(&gpu.info, spec.precision.name(), &spec.name, stats);
+        d.predicted = throughput::for_kernel(
+            &gpu.info,
+            spec.precision.name(),
+            &spec.name,
+            &d.statistics,
+            spec.flops_per_iteration(),
+        );
         self.kernels.push(d);
     }
 
@@ -809,6 +822,16 @@ fn set_time(s: &mut Screen, secs: f64, flops: f64, peak: Option<f64>) {
     s.seconds = Some(secs);
     s.gflops = Some(gflops);
     s.efficiency = peak.map(|peak| gflops / peak);
+}
+
+/// The best GFLOP/s a kernel's correct screens measured over every shape and ubatch.
+fn best_measured(ubatches: &[UbatchResult], precision: &str, kernel: &str) -> Option<f64> {
+    ubatches
+        .iter()
+        .flat_map(|u| &u.screens)
+        .filter(|s| s.kernel == kernel && s.precision.name() == precision && s.status == Status::Ok)
+        .filter_map(|s| s.gflops)
+        .max_by(f64::total_cmp)
 }
 
 /// The measured peak of the arithmetic a precision's kernels use (q4_0 dequantises to fp32).

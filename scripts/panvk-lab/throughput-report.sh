@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
+# (native lab build, docs/panvk-lab.md "Throughput model"):
+#
+#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX] [--rust]
+#
+# For rvl's peak loops and Mali GEMM kernels (and with --vkpeak, vkpeak's fp32/fp16/int8 loops
+# compiled by hand into DIR/vkpeak_*.spv; see the doc), it compiles each pipeline with
+# BIFROST_MESA_DEBUG=shaderdb,statsfull,shaders and prints one table row:
+#   - Mesa's whole-shader unit cycles (VK_KHR_pipeline_executable_properties: FMA, CVT, SFU,
+#     ALU, Load/store) and the floor rvl smoke-bench shows from them (whole shader charged to
+#     one loop iteration);
+#   - the innermost loop's body, counted from the final disassembly (the instructions from a
+#     backward BRANCHZ's target to the branch, each opcode's unit from Valhall's ISA.xml):
+#     FMA/CVT/SFU result words and load/store instructions per thread;
+#   - GFLOP/s = FLOPs per thread per iteration / loop ALU cycles x 4 cores x 1 GHz, with
+#     ALU cycles = (FMA + CVT) / 64 + SFU / 16 / 4 (G610 rates, v10 issues one at a time).
+# Rows are cached like spill-report.sh's (key: shader, arguments, driver build, harness).
+# The harness runs with --no-robust: rvl's device leaves robustBufferAccess off, and with it on
+# Mesa adds bounds checks to each buffer access (other code, other counts).
+# --rust prints the rvl rows as src/bench/throughput.rs LAB_LOOPS entries instead.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+variant=stock
+vkpeak=""
+only="."
+rust=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --patched) variant=patched; shift ;;
+        --vkpeak) vkpeak="$2"; shift 2 ;;
+        --only) only="$2"; shift 2 ;;
+        --rust) rust=1; shift ;;
+        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX]" ;;
+    esac
+done
+MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
+isa="$MESA_LAB/chroot/lab/src-$variant/src/panfrost/compiler/bifrost/valhall/ISA.xml"
+so="$MESA_LAB/chroot/lab/build-$variant/src/panfrost/vulkan/libvulkan_panfrost.so"
+[ -f "$so" ] && [ -f "$isa" ] || die "no native $variant build in $MESA_LAB (build-mesa.sh)"
+S="$LAB_DIR/../../src/bench/shaders"
+CACHE="$(lab_cache_dir)/throughput"
+mkdir -p "$CACHE"
+driver="$(sha256sum <"$so" | cut -c1-16)"
+
+# name|shader|flops per thread per loop iteration|peak GFLOP/s of its arithmetic|harness args
+rows=(
+    "peak-fp32|$S/peak_f32.spv|256|512|--spec 0=256 --groups 16384,1,1"
+    "peak-fp16|$S/peak_f16.spv|256|1024|--spec 0=256 --groups 16384,1,1"
+    "peak-int8|$S/peak_int8.spv|1024|2048|--spec 0=256 --groups 16384,1,1"
+)
+# The Mali rows of src/bench/kernels.rs (0 spills), M = 512 tokens, N = 4096 outputs; work per
+# loop iteration as KernelSpec::flops_per_iteration counts it.
+reg() { # name shader tm tn flops_per_output peak [kchunk]
+    local extra=""
+    [ -n "${7:-}" ] && extra=" --spec 4=$7"
+    rows+=("$1|$S/$2|$(($5 * $3 * $4))|$6|--spec 0=16 --spec 1=4 --spec 2=$3 --spec 3=$4$extra --groups $((4096 / (16 * $4))),$((512 / (4 * $3))),1")
+}
+reg fp32-reg-4x4 gemm_reg_f32.spv 4 4 8 512
+reg fp32-reg-4x2 gemm_reg_f32.spv 4 2 8 512
+reg fp32-reg-2x4 gemm_reg_f32.spv 2 4 8 512
+reg fp16-reg-4x4 gemm_reg_f16.spv 4 4 8 1024 8
+reg fp16-reg-4x2 gemm_reg_f16.spv 4 2 8 1024 8
+reg int8-reg-2x2 gemm_int8.spv 2 2 64 2048
+reg int8-reg-4x1 gemm_int8.spv 4 1 64 2048
+reg q4_0-reg-2x2 gemm_q4_0.spv 2 2 64 512
+reg q4_0-reg-4x1 gemm_q4_0.spv 4 1 64 512
+reg q4_0-reg-2x1 gemm_q4_0.spv 2 1 64 512
+if [ -n "$vkpeak" ]; then
+    # vkpeak: 16 FMAs (or dot products) per iteration, one chain (p1/p4) or two (dual);
+    # workgroup = the subgroup (16 on Mali, spec id 233 here); loop count a spec constant.
+    for v in fp32_p1:32:512 fp32_p1_dual:32:512 fp32_p4:128:512 fp32_p4_dual:128:512 \
+        fp16_p1:32:1024 fp16_p4:128:1024 fp16_p4_dual:128:1024 int8_p4:128:2048 int8_p4_dual:128:2048; do
+        IFS=: read -r n f pk <<<"$v"
+        rows+=("vkpeak-$n|$vkpeak/vkpeak_$n.spv|$f|$pk|--spec 0=4096 --spec 233=16 --groups 4096,1,1")
+    done
+fi
+
+flag=()
+[ "$variant" = patched ] && flag=(--patched)
+[ "$rust" = 1 ] || printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads |\n'
+[ "$rust" = 1 ] || printf '|---|---|---|---|---|---|---|---|---|\n'
+for r in "${rows[@]}"; do
+    IFS='|' read -r name shader flops peak args <<<"$r"
+    [[ "$name" =~ $only ]] || continue
+    [ -f "$shader" ] || { echo "| $name | missing $shader |"; continue; }
+    # shellcheck disable=SC2086
+    key=$( { sha256sum <"$shader"; echo "$args --no-robust $driver"; sha256sum <"$LAB_DIR/spill_harness.c"; } | sha256sum | cut -c1-24)
+    if [ ! -f "$CACHE/$key.out" ]; then
+        # shellcheck disable=SC2086
+        LAB_ENV="BIFROST_MESA_DEBUG=shaderdb,statsfull,shaders" \
+            "$LAB_DIR/native-run.sh" "${flag[@]+"${flag[@]}"}" spill_harness "$shader" $args --no-robust \
+            >"$CACHE/$key.tmp" 2>"$CACHE/$key.err" || die "harness failed on $name (see $CACHE/$key.err)"
+        mv "$CACHE/$key.tmp" "$CACHE/$key.out"
+    fi
+    python3 - "$isa" "$CACHE/$key.out" "$CACHE/$key.err" "$name" "$flops" "$peak" "$rust" <<'EOF'
+import re, sys
+isa, out, err, name, flops, peak, rust = sys.argv[1:]
+flops, peak = float(flops), float(peak)
+# Opcode -> unit, from ISA.xml: an <ins> names its own unit or inherits its <group>'s.
+unit = {}
+group = None
+for line in open(isa):
+    g = re.search(r'<group name="([^"]+)"[^>]*?unit="([A-Z]+)"', line)
+    if g:
+        group = g.group(2); unit[g.group(1)] = group; continue
+    if '</group>' in line:
+        group = None; continue
+    i = re.search(r'<ins name="([^"]+)"([^>]*)>', line)
+    if i:
+        u = re.search(r'unit="([A-Z]+)"', i.group(2))
+        unit[i.group(1)] = u.group(1) if u else group
+def unit_of(op):
+    parts = op.split('.')
+    for k in range(len(parts), 0, -1):
+        u = unit.get('.'.join(parts[:k]))
+        if u:
+            return u
+    return None
+stats = {}
+for line in open(out):
+    if line.startswith('stat.'):
+        k, v = line[5:].strip().split('=', 1)
+        stats[k] = float(v)
+# The final disassembly: the indented lines after the last IR print, up to the statistics.
+text = open(err).read()
+tail = text[text.rfind('\nblock0 {'):]
+dis = tail[tail.find('\n\n   '):tail.find('\nModel:')] if '\n\n   ' in tail else ''
+ins = [l.strip() for l in dis.split('\n') if l.startswith('   ') and l.strip()]
+# Innermost loop: the shortest range from a backward branch's target to the branch.
+best = None
+for b, l in enumerate(ins):
+    m = re.search(r'offset:(-\d+)', l)
+    if l.startswith('BRANCH') and m:
+        lo = b + int(m.group(1)) + 1
+        if 0 <= lo <= b and (best is None or b - lo < best[1] - best[0]):
+            best = (lo, b)
+w = {'FMA': 0, 'CVT': 0, 'SFU': 0, 'LS': 0, 'T': 0, 'V': 0, 'VT': 0, 'NONE': 0}
+body = ins[best[0]:best[1] + 1] if best else []
+for l in body:
+    op = l.split()[0]
+    u = unit_of(op) or 'NONE'
+    words = 2 if re.search(r'\.(u64|s64|f64|i64)\b', op) and u in ('FMA', 'CVT', 'SFU') else 1
+    w[u] = w.get(u, 0) + words
+alu = (w['FMA'] + w['CVT']) / 64 + w['SFU'] / 16 / 4
+whole = stats.get('ALU', 0)
+floor = flops / max(whole, stats.get('Load/store', 0)) * 4 if whole else 0
+pred = flops / alu * 4 if alu else 0
+g = lambda k: '%.3g' % stats.get(k, float('nan'))
+if rust == '1':
+    if not name.startswith('vkpeak'):
+        prec, kernel = (name.split('-')[1], name) if name.startswith('peak') else (name.split('-')[0], name.split('-', 1)[1])
+        print('    LabLoop { precision: "%s", kernel: "%s", whole: [%s], loop_alu: %s },' % (
+            prec, kernel, ', '.join(repr(stats.get(k, 0.0)) for k in ('FMA', 'CVT', 'SFU', 'ALU', 'Load/store')), repr(alu)))
+    sys.exit(0)
+print('| %s | %g | %s / %s / %s / %s / %s | %.0f | %d / %d / %d, %d | %.3f | **%.0f** | %.0f %% | %d, %s |' % (
+    name, flops, g('FMA'), g('CVT'), g('SFU'), g('ALU'), g('Load/store'), floor,
+    w['FMA'], w['CVT'], w['SFU'], w['LS'], alu, pred, 100 * pred / peak,
+    stats.get('Registers_used', 0), 'full' if stats.get('Threads') == 2 else 'half'))
+EOF
+done
