@@ -267,6 +267,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub probe_limits: bool,
 
+    /// Hold the GPU at its top OPP while measuring (performance governor, else min_freq), and
+    /// put devfreq back afterwards, also on Ctrl-C (root only)
+    #[arg(long, conflicts_with_all = ["probe_limits", "gguf"])]
+    pub max_clock: bool,
+
     /// Measure llama.cpp's real prefill on this model with llama-bench, GPU beside CPU, per ubatch
     #[arg(long, value_name = "MODEL.gguf", conflicts_with_all = ["probe_limits", "precision", "quick", "full", "device", "model"])]
     pub gguf: Option<PathBuf>,

@@ -34,6 +34,9 @@ pub struct RvlVars {
     pub matmul_threads: Option<String>,
     /// `SUDO_USER`: the person behind `sudo rvl setup`, who gets GPU access.
     pub sudo_user: Option<String>,
+    /// `RVL_DEVFREQ_ROOT`: read and pin the GPU's devfreq node under this tree instead of "/"
+    /// (tests of `smoke-bench --max-clock` on a fake sysfs).
+    pub devfreq_root: Option<PathBuf>,
     /// `RVL_DTC`: the device-tree compiler setup runs instead of `dtc` from PATH (tests point
     /// it at a missing file to see the blocked step).
     pub dtc: Option<PathBuf>,
@@ -81,6 +84,7 @@ impl Settings {
                 matmul_threads: var("MATMUL_NUM_THREADS"),
                 sudo_user: var("SUDO_USER"),
                 dtc: var("RVL_DTC").map(PathBuf::from),
+                devfreq_root: var("RVL_DEVFREQ_ROOT").map(PathBuf::from),
             },
             terminal,
             style: Style {

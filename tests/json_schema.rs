@@ -107,6 +107,23 @@ fn smoke_bench_documents_follow_the_schema() {
     }
     let sweep = checked(rvl(common::TINY_BENCH_JSON));
     assert_eq!(sweep["command"], "smoke-bench");
+    // --max-clock on a fake devfreq node: the clock_pin record follows the schema too.
+    let tree = tempfile::tempdir().unwrap();
+    let node = tree.path().join("sys/class/devfreq/fb000000.gpu");
+    std::fs::create_dir_all(&node).unwrap();
+    for (f, v) in [
+        ("governor", "simple_ondemand"),
+        ("available_governors", "simple_ondemand performance"),
+        ("available_frequencies", "300000000 1000000000"),
+    ] {
+        std::fs::write(node.join(f), v).unwrap();
+    }
+    let pinned = checked(
+        rvl(common::TINY_BENCH_JSON)
+            .arg("--max-clock")
+            .env("RVL_DEVFREQ_ROOT", tree.path()),
+    );
+    assert_eq!(pinned["clock_pin"]["change"]["to"], "performance");
     let probe = checked(rvl(&["smoke-bench", "--probe-limits", "--json"]));
     assert!(probe["runs"].is_array());
     let error = checked(

@@ -7,6 +7,7 @@
 //! report (table or JSON) -> optional save / compare. `--probe-limits` runs the panvk TLS/WLS
 //! reproducer instead of the sweep.
 
+pub mod clockpin;
 pub mod compare;
 pub mod cpu;
 pub mod devfreq;
@@ -56,7 +57,38 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<BenchOu
     if args.probe_limits {
         return Ok(BenchOutcome::Limits(probe_limits(&gpu, progress)?));
     }
-    let report = measure(&inputs, &instance, &gpu, settings, progress)?;
+    let devfreq_root = settings
+        .vars
+        .devfreq_root
+        .as_ref()
+        .map_or_else(Root::system, Root::new);
+    let pin = args
+        .max_clock
+        .then(|| clockpin::pin(&devfreq_root))
+        .transpose()?;
+    if let (Some(p), true) = (&pin, progress) {
+        eprintln!(
+            "smoke-bench: GPU clock held at the top: {} {} -> {} (now {})",
+            p.change.attribute,
+            p.change.from,
+            p.change.to,
+            p.now()
+        );
+    }
+    let mut clock = Clock {
+        root: devfreq_root,
+        pin,
+        samples: Vec::new(),
+        progress,
+    };
+    let mut report = measure(&inputs, &instance, &gpu, settings, &mut clock)?;
+    // Restored here, before the report is printed (Drop also covers errors and panics above).
+    if let Some(p) = clock.pin.take() {
+        report.clock_pin = Some(report::ClockPinReport {
+            change: p.change.clone(),
+            samples: std::mem::take(&mut clock.samples),
+        });
+    }
     let outcome = SweepOutcome {
         comparison: inputs.baseline.map(|b| compare::compare(&b, &report)),
         report,
@@ -127,21 +159,43 @@ fn probe_limits(gpu: &Gpu, progress: bool) -> Result<probe::ProbeResult, Error> 
     })
 }
 
+/// The devfreq root, and with `--max-clock` the pin and the clock read around each part.
+struct Clock {
+    root: Root,
+    pin: Option<clockpin::ClockPin>,
+    samples: Vec<(String, String)>,
+    progress: bool,
+}
+
+impl Clock {
+    /// Read the clock when it is pinned, print it and keep it: `when` is "before fp32 peak".
+    fn sample(&mut self, when: &str) {
+        let Some(p) = &self.pin else { return };
+        let now = p.now();
+        if self.progress {
+            eprintln!("smoke-bench: GPU clock {when}: {now}");
+        }
+        self.samples.push((when.to_string(), now));
+    }
+}
+
 /// Peaks, the sweep and the CPU baseline, into a report.
 fn measure(
     inputs: &Inputs,
     instance: &Instance,
     gpu: &Gpu,
     settings: &Settings,
-    progress: bool,
+    clock: &mut Clock,
 ) -> Result<Report, Error> {
+    let progress = clock.progress;
     let plan = &inputs.plan;
     let mut runner = Runner::new(gpu).map_err(|source| Error::DeviceUnusable {
         context: format!("could not set up compute on {}", gpu.info.name),
         source,
     })?;
-    let clock = devfreq::read(&Root::system());
-    let (peaks, peak_map) = measure_peaks(&mut runner, plan, progress);
+    let gpu_clock = devfreq::read(&clock.root);
+    let (peaks, peak_map) = measure_peaks(&mut runner, plan, clock);
+    clock.sample("before the sweep");
     let outcome = sweep::run(
         &mut runner,
         plan,
@@ -150,6 +204,7 @@ fn measure(
         &inputs.extra_tiles,
         progress,
     );
+    clock.sample("after the sweep");
     drop(runner);
     let mut ubatches = outcome.ubatches;
     let threads = cpu::threads(settings.vars.matmul_threads.as_deref());
@@ -167,7 +222,8 @@ fn measure(
             gflop_per_token: plan.model.flops_per_token() / 1e9,
         },
         size: plan.size,
-        gpu_clock: clock,
+        gpu_clock,
+        clock_pin: None,
         peak: peaks,
         kernels: outcome.kernels,
         ubatches,
@@ -182,8 +238,9 @@ fn measure(
 fn measure_peaks(
     runner: &mut Runner,
     plan: &Plan,
-    progress: bool,
+    clock: &mut Clock,
 ) -> (Vec<Peak>, HashMap<Precision, f64>) {
+    let progress = clock.progress;
     let peak_s = match plan.size {
         Size::Quick => 0.05,
         _ => 0.2,
@@ -200,7 +257,9 @@ fn measure_peaks(
         if progress {
             eprintln!("smoke-bench: measuring the {} arithmetic peak", p.name());
         }
+        clock.sample(&format!("before the {} peak", p.name()));
         let pk = peak::measure(runner, p, peak_s, plan.reps());
+        clock.sample(&format!("after the {} peak", p.name()));
         if let Some(g) = pk.gflops {
             peak_map.insert(p, g);
         }
@@ -289,7 +348,13 @@ pub fn predict(
     let instance = load_vulkan(settings)?;
     let wanted = device.map(|i| i.to_string());
     let gpu = open_device(&instance, wanted.as_deref(), progress)?;
-    let report = measure(&inputs, &instance, &gpu, settings, progress)?;
+    let mut clock = Clock {
+        root: Root::system(),
+        pin: None,
+        samples: Vec::new(),
+        progress,
+    };
+    let report = measure(&inputs, &instance, &gpu, settings, &mut clock)?;
     let points = report
         .ubatches
         .iter()

@@ -18,6 +18,14 @@ pub const PROMPT_TOKENS: u32 = 5000;
 pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: attention, \
      norms, RoPE, activations and the LM head are not included";
 
+/// `--max-clock`'s record: the change it made (and undid) and the clock around each part.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ClockPinReport {
+    pub change: super::clockpin::Change,
+    /// ("before fp32 peak", "1000 MHz (governor performance)"), in order.
+    pub samples: Vec<(String, String)>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub tool: String,
@@ -26,6 +34,9 @@ pub struct Report {
     pub model: ModelInfo,
     pub size: Size,
     pub gpu_clock: Option<Devfreq>,
+    /// `--max-clock`: what was changed, and the clock read before and after each part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_pin: Option<ClockPinReport>,
     pub peak: Vec<Peak>,
     pub kernels: Vec<KernelDiagnostics>,
     pub ubatches: Vec<UbatchResult>,
