@@ -363,7 +363,7 @@ fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> &'static [u8] {
 
 /// The shared-memory tiles built for fp16 and q4_0 (gemm_tiled.comp -DF16 / -DQ4_0), for GPUs
 /// with fast local memory: the fp32 family's shapes (guarded, peeled at BK 8, split-K in two),
-/// two with fewer token rows for ubatch 16-64, where a 128-row tile is mostly padding, and those
+/// tiles with fewer token rows for ubatch 16-64, where a 128-row tile is mostly padding, and those
 /// split four and eight ways: Qwen2.5-3B's o and down have 2048 outputs, 16 workgroups of 128
 /// at one token tile, against 132 SMs on an H200.
 /// None is llama-like, so Mali never runs them (the lab rule: nothing spilling there).
@@ -383,6 +383,9 @@ fn low_precision_tiles(operands: TiledOperands) -> Vec<KernelSpec> {
         ("tiled-64x64-split4", [64, 64, 16, 4, 8], SplitK(4)),
         ("tiled-32x128-split4", [32, 128, 16, 4, 8], SplitK(4)),
         ("tiled-32x128-split8", [32, 128, 16, 4, 8], SplitK(8)),
+        // 16 rows, 64 invocations: ubatch 16 without half the tile as padding.
+        ("tiled-16x128-split4", [16, 128, 16, 4, 8], SplitK(4)),
+        ("tiled-16x128-split8", [16, 128, 16, 4, 8], SplitK(8)),
     ]
     .into_iter()
     .map(|(name, dims, form)| KernelSpec::tiled_in(operands, name, dims, form))
