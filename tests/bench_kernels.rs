@@ -6,7 +6,7 @@
 mod common;
 
 use rvl::bench::gemm::{compute_once, compute_repeated};
-use rvl::bench::kernels::{catalogue, Precision};
+use rvl::bench::kernels::{catalogue, Family, Precision};
 use rvl::bench::operands::{max_error, pack, random_values, Packed, Side};
 use rvl::bench::runner::Runner;
 use rvl::vulkan::{pick_device, Gpu, Instance};
@@ -108,6 +108,13 @@ fn a_wrong_kernel_is_caught_by_the_check() {
     assert!(max_error(&c, n, &x, &w, &all) > Precision::Fp32.tolerance());
 }
 
+/// Random activations (`m x k`, seed) and weights (`n x k`, seed + 1), packed for `p`.
+fn operands(p: Precision, m: u32, n: u32, k: u32, seed: u64) -> (Packed, Packed) {
+    let x = pack(p, Side::Activations, m, k, &random_values(m, k, seed));
+    let w = pack(p, Side::Weights, n, k, &random_values(n, k, seed + 1));
+    (x, w)
+}
+
 #[test]
 fn split_k_kernels_clear_their_output_before_every_run() {
     let Some(inst) = instance() else { return };
@@ -120,25 +127,69 @@ fn split_k_kernels_clear_their_output_before_every_run() {
         );
     }
     let mut runner = Runner::new(&gpu).expect("runner");
-    let (m, n, k) = (130, 131, 72);
-    let (x, w) = fp32_operands(m, n, k, 7);
+    // K = 96: three q4_0 blocks, six K steps of 16, split unevenly enough to matter.
+    let (m, n, k) = (130, 131, 96);
     let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
     let mut ran = 0;
     for spec in catalogue().into_iter().filter(|s| s.split_k > 1) {
         if spec.unsupported_reason(&gpu.info).is_some() {
             continue;
         }
+        let (x, w) = operands(spec.precision, m, n, k, 7);
         // Warm-up plus three timed runs into one output: without the clear they would add up.
         let out = compute_repeated(&mut runner, &spec, &x, &w, 3).expect("run");
         let err = max_error(&out, n, &x, &w, &all);
         assert!(
-            err <= Precision::Fp32.tolerance(),
-            "{} after repeated runs: error {err:e}",
+            err <= spec.precision.tolerance(),
+            "{} {} after repeated runs: error {err:e}",
+            spec.precision.name(),
             spec.name
         );
         ran += 1;
     }
     if gpu.info.float_atomic_add {
         assert!(ran >= 2, "only {ran} split-K kernels ran");
+    }
+}
+
+#[test]
+fn the_q4_0_shared_memory_tiles_dequantise_every_block_on_the_ci_device() {
+    let Some(inst) = instance() else { return };
+    let gpu = open(&inst);
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let tiles: Vec<_> = catalogue()
+        .into_iter()
+        .filter(|s| s.precision == Precision::Q4_0 && s.family == Family::Tiled)
+        .collect();
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        // lavapipe (32 KiB shared memory, float atomics) must run every q4_0 tile: it is the
+        // only device CI checks them on.
+        for s in &tiles {
+            assert_eq!(s.unsupported_reason(&gpu.info), None, "{}", s.name);
+        }
+    }
+    // Ragged M and N; K = 160 is five blocks, so K steps of 16 and 8 cross block boundaries and
+    // the split-K slices (three steps of 16 against two) end inside a block.
+    let (m, n, k) = (37, 133, 160);
+    // Every block has its own scale (its largest magnitude / 7), so reading another block's scale
+    // or nibbles is off by far more than rounding.
+    let (x, w) = operands(Precision::Q4_0, m, n, k, 11);
+    let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    let mut ran = 0;
+    for spec in &tiles {
+        if spec.unsupported_reason(&gpu.info).is_some() {
+            continue;
+        }
+        let c = compute_once(&mut runner, spec, &x, &w).expect("run");
+        let err = max_error(&c, n, &x, &w, &all);
+        assert!(
+            err <= Precision::Q4_0.tolerance(),
+            "q4_0 {} on {m}x{n}x{k}: error {err:e}",
+            spec.name
+        );
+        ran += 1;
+    }
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        assert!(ran >= 3, "only {ran} q4_0 tiles ran");
     }
 }

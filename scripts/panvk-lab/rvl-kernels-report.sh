@@ -12,7 +12,10 @@
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
 #   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
 #              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
-#   tiled-*    (gemm_tiled_f32): spec {threads, BM, BN, BK, TM, TN}, grid (ceil(M/BM), ceil(N/BN))
+#   tiled-*    (gemm_tiled_f32, and the fp16/q4_0 builds gemm_tiled_f16/_q4_0 with their
+#              _peeled/_splitk forms): spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid
+#              (ceil(M/BM), ceil(N/BN), SPLIT). Not Mali kernels (kernels.rs skips every non-llama
+#              tile there); the rows record what they would cost.
 # Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
 #   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
 set -euo pipefail
@@ -33,13 +36,13 @@ reg() { # name file wx wy tm tn [kchunk]
         printf '%s\t%s\t%s\n' "$name" "$file" "$rest"
     done
 }
-tiled() { # name bm bn bk tm tn
-    local name=$1 bm=$2 bn=$3 bk=$4 tm=$5 tn=$6 file=gemm_tiled_f32.spv
+tiled() { # name bm bn bk tm tn [file [split]]
+    local name=$1 bm=$2 bn=$3 bk=$4 tm=$5 tn=$6 file=${7:-gemm_tiled_f32.spv} split=${8:-1}
     [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
     local threads=$(((bm / tm) * (bn / tn)))
     "$LAB_DIR/spill-report.sh" "$dir/$file" --spec "0=$threads" --spec "1=$bm" --spec "2=$bn" \
-        --spec "3=$bk" --spec "4=$tm" --spec "5=$tn" \
-        --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),1" --row |
+        --spec "3=$bk" --spec "4=$tm" --spec "5=$tn" --spec "6=$split" \
+        --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),$split" --row |
         while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
 }
 
@@ -89,4 +92,11 @@ tiled tiled-64x128 64 128 16 8 8
 tiled tiled-128x64 128 64 16 8 8
 tiled llama-64x64 64 64 16 4 8
 tiled llama-128x128 128 128 8 8 16
+# The fp16 and q4_0 tiles (kernels.rs low_precision_tiles): one row per build and loop form.
+for p in f16 q4_0; do
+    tiled "tiled-128x128-$p" 128 128 16 8 8 "gemm_tiled_$p.spv"
+    tiled "tiled-32x128-$p" 32 128 16 4 8 "gemm_tiled_$p.spv"
+    tiled "tiled-128x128-k8-peeled-$p" 128 128 8 8 8 "gemm_tiled_peeled_$p.spv"
+    tiled "tiled-64x128-split4-$p" 64 128 16 8 8 "gemm_tiled_splitk_$p.spv" 4
+done
 fi

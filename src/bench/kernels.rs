@@ -109,6 +109,12 @@ static GEMM_REG_F16: &[u8] = include_bytes!("shaders/gemm_reg_f16.spv");
 static GEMM_TILED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_f32.spv");
 static GEMM_TILED_PEELED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f32.spv");
 static GEMM_TILED_SPLITK_F32: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f32.spv");
+static GEMM_TILED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_f16.spv");
+static GEMM_TILED_PEELED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f16.spv");
+static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f16.spv");
+static GEMM_TILED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_q4_0.spv");
+static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_q4_0.spv");
+static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_q4_0.spv");
 static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
 static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
 pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
@@ -155,43 +161,61 @@ impl KernelSpec {
         tn: u32,
         llama_like: bool,
     ) -> KernelSpec {
-        Self::tiled_split(name, [bm, bn, bk, tm, tn], 1, llama_like)
-    }
-
-    /// The tiled kernel built with its last K step peeled off the loop (gemm_tiled.comp,
-    /// PEEL_LAST_STEP): fewer registers, more workgroups per SM on NVIDIA.
-    fn tiled_peeled(name: &str, dims: [u32; 5]) -> KernelSpec {
         KernelSpec {
-            spirv: GEMM_TILED_PEELED_F32,
-            ..Self::tiled_split(name, dims, 1, false)
+            llama_like,
+            ..Self::tiled_in(
+                TiledOperands::Fp32,
+                name,
+                [bm, bn, bk, tm, tn],
+                TiledLoop::Guarded,
+            )
         }
     }
 
-    /// The tiled kernel with its K steps shared out over `split_k` workgroups (see
+    /// The fp32 tiled kernel built with its last K step peeled off the loop (gemm_tiled.comp,
+    /// PEEL_LAST_STEP): fewer registers, more workgroups per SM on NVIDIA.
+    fn tiled_peeled(name: &str, dims: [u32; 5]) -> KernelSpec {
+        Self::tiled_in(TiledOperands::Fp32, name, dims, TiledLoop::Peeled)
+    }
+
+    /// The fp32 tiled kernel with its K steps shared out over `split_k` workgroups (see
     /// gemm_tiled.comp, SPLIT_K); `split_k == 1` is the plain kernel.
-    fn tiled_split(
+    fn tiled_split(name: &str, dims: [u32; 5], split_k: u32) -> KernelSpec {
+        let form = if split_k > 1 {
+            TiledLoop::SplitK(split_k)
+        } else {
+            TiledLoop::Guarded
+        };
+        Self::tiled_in(TiledOperands::Fp32, name, dims, form)
+    }
+
+    /// A shared-memory tiled kernel on `operands` (the fp32, fp16 or q4_0 build of
+    /// gemm_tiled.comp): `[bm, bn, bk, tm, tn]`, in one of its three loop forms. Not llama-like,
+    /// so not on Mali unless the caller says so.
+    fn tiled_in(
+        operands: TiledOperands,
         name: &str,
         [bm, bn, bk, tm, tn]: [u32; 5],
-        split_k: u32,
-        llama_like: bool,
+        form: TiledLoop,
     ) -> KernelSpec {
         let threads = (bm / tm) * (bn / tn);
+        let split_k = match form {
+            TiledLoop::SplitK(s) => s,
+            TiledLoop::Guarded | TiledLoop::Peeled => 1,
+        };
         KernelSpec {
             name: name.to_string(),
-            precision: Precision::Fp32,
+            precision: operands.precision(),
             family: Family::Tiled,
-            spirv: if split_k > 1 {
-                GEMM_TILED_SPLITK_F32
-            } else {
-                GEMM_TILED_F32
-            },
+            spirv: tiled_spirv(operands, form),
             spec: vec![threads, bm, bn, bk, tm, tn, split_k],
             local: (threads, 1),
             tile_m: bm,
             tile_n: bn,
+            // Every build stages fp32 in shared memory (fp16 and q4_0 widen as they fetch).
             shared_bytes: 2 * bk * (bm + bn) * 4,
             accumulators: tm * tn,
-            llama_like,
+            llama_like: false,
             fixed_grid: None,
             split_k,
         }
@@ -308,6 +332,83 @@ impl KernelSpec {
     }
 }
 
+/// The three loop forms of gemm_tiled.comp: the guarded loop, PEEL_LAST_STEP, SPLIT_K over
+/// that many workgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TiledLoop {
+    Guarded,
+    Peeled,
+    SplitK(u32),
+}
+
+/// The operand formats gemm_tiled.comp is built for (int8 has no tiled build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TiledOperands {
+    Fp32,
+    /// -DF16: fp16 X and W, widened to fp32 as they are fetched.
+    Fp16,
+    /// -DQ4_0: fp32 X, q4_0 W dequantised to fp32 as it is fetched.
+    Q4_0,
+}
+
+impl TiledOperands {
+    fn precision(self) -> Precision {
+        match self {
+            TiledOperands::Fp32 => Precision::Fp32,
+            TiledOperands::Fp16 => Precision::Fp16,
+            TiledOperands::Q4_0 => Precision::Q4_0,
+        }
+    }
+}
+
+/// The SPIR-V of gemm_tiled.comp for an operand format and loop form (scripts/check-shaders.sh
+/// builds one per pair).
+fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> &'static [u8] {
+    use TiledLoop::{Guarded, Peeled, SplitK};
+    match (operands, form) {
+        (TiledOperands::Fp32, Guarded) => GEMM_TILED_F32,
+        (TiledOperands::Fp32, Peeled) => GEMM_TILED_PEELED_F32,
+        (TiledOperands::Fp32, SplitK(_)) => GEMM_TILED_SPLITK_F32,
+        (TiledOperands::Fp16, Guarded) => GEMM_TILED_F16,
+        (TiledOperands::Fp16, Peeled) => GEMM_TILED_PEELED_F16,
+        (TiledOperands::Fp16, SplitK(_)) => GEMM_TILED_SPLITK_F16,
+        (TiledOperands::Q4_0, Guarded) => GEMM_TILED_Q4_0,
+        (TiledOperands::Q4_0, Peeled) => GEMM_TILED_PEELED_Q4_0,
+        (TiledOperands::Q4_0, SplitK(_)) => GEMM_TILED_SPLITK_Q4_0,
+    }
+}
+
+/// The shared-memory tiles built for fp16 and q4_0 (gemm_tiled.comp -DF16 / -DQ4_0), for GPUs
+/// with fast local memory: the fp32 family's shapes (guarded, peeled at BK 8, split-K in two),
+/// tiles with fewer token rows for ubatch 16-64, where a 128-row tile is mostly padding, and those
+/// split four and eight ways: Qwen2.5-3B's o and down have 2048 outputs, 16 workgroups of 128
+/// at one token tile, against 132 SMs on an H200.
+/// None is llama-like, so Mali never runs them (the lab rule: nothing spilling there).
+fn low_precision_tiles(operands: TiledOperands) -> Vec<KernelSpec> {
+    use TiledLoop::{Guarded, Peeled, SplitK};
+    [
+        ("tiled-128x128", [128, 128, 16, 8, 8], Guarded),
+        ("tiled-64x128", [64, 128, 16, 8, 8], Guarded),
+        ("tiled-128x64", [128, 64, 16, 8, 8], Guarded),
+        ("tiled-64x64", [64, 64, 16, 4, 8], Guarded),
+        ("tiled-32x128", [32, 128, 16, 4, 8], Guarded),
+        ("tiled-128x128-k8-peeled", [128, 128, 8, 8, 8], Peeled),
+        ("tiled-64x128-k8-peeled", [64, 128, 8, 8, 8], Peeled),
+        ("tiled-128x64-split2", [128, 64, 16, 8, 8], SplitK(2)),
+        ("tiled-64x128-split2", [64, 128, 16, 8, 8], SplitK(2)),
+        ("tiled-64x128-split4", [64, 128, 16, 8, 8], SplitK(4)),
+        ("tiled-64x64-split4", [64, 64, 16, 4, 8], SplitK(4)),
+        ("tiled-32x128-split4", [32, 128, 16, 4, 8], SplitK(4)),
+        ("tiled-32x128-split8", [32, 128, 16, 4, 8], SplitK(8)),
+        // 16 rows, 64 invocations: ubatch 16 without half the tile as padding.
+        ("tiled-16x128-split4", [16, 128, 16, 4, 8], SplitK(4)),
+        ("tiled-16x128-split8", [16, 128, 16, 4, 8], SplitK(8)),
+    ]
+    .into_iter()
+    .map(|(name, dims, form)| KernelSpec::tiled_in(operands, name, dims, form))
+    .collect()
+}
+
 /// Register-blocked configurations `(precision, [wx, wy, TM, TN], spills, fills)` that Mesa
 /// 26.1.6's Valhall compiler spills for a Mali-G610 (64 registers), measured in the panvk lab
 /// (docs/panvk-lab.md, "rvl's own kernels"). Every spill costs a thread-local scratch buffer of
@@ -338,8 +439,37 @@ pub fn llama_tile_for(ubatch: u32) -> &'static str {
     }
 }
 
-/// Every kernel variant, fastest-first guesses first within a precision.
+/// Every kernel variant, fastest-first guesses first within a precision. The register kernels
+/// come first: they are the fastest guess on Mali and on CPU devices, where a budgeted run may
+/// screen no further (fp16 at ubatch 16 on lavapipe: tiled-128x128 0.3 GFLOP/s, reg-4x4
+/// 1.4-3.2). `--full` screens every variant wherever it runs.
 pub fn catalogue() -> Vec<KernelSpec> {
+    let mut all = fp32_kernels();
+    all.extend([
+        // fp16 data and maths.
+        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 4),
+        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Fp16, 8, 8, 4, 8),
+    ]);
+    all.extend(low_precision_tiles(TiledOperands::Fp16));
+    all.extend([
+        // int8 dot products: 4-8 accumulators for Mali, 8-16 elsewhere.
+        KernelSpec::reg(Precision::Int8, 16, 4, 2, 2),
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 1),
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
+        // 4-bit weights, fp32 activations: 2-4 accumulators for Mali, 8-16 elsewhere.
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 2),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 1),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 1),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 2),
+        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 4),
+    ]);
+    all.extend(low_precision_tiles(TiledOperands::Q4_0));
+    all
+}
+
+fn fp32_kernels() -> Vec<KernelSpec> {
     vec![
         // fp32, Mali-style register blocking (16-wide warps; 8-32 accumulators per invocation).
         // The 8-accumulator tiles are the ones Mali runs besides reg-4x4 (see MALI_SPILLS).
@@ -358,26 +488,11 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::tiled_peeled("tiled-64x128-k8-peeled", [64, 128, 8, 8, 8]),
         // The same tiles with K split in two: twice the workgroups, for grids with about one per
         // SM (down and o at ubatch 512 on a 132-SM H200 have 128; down goes 37.7 -> 41.6 TFLOP/s).
-        KernelSpec::tiled_split("tiled-128x64-split2", [128, 64, 16, 8, 8], 2, false),
-        KernelSpec::tiled_split("tiled-64x128-split2", [64, 128, 16, 8, 8], 2, false),
+        KernelSpec::tiled_split("tiled-128x64-split2", [128, 64, 16, 8, 8], 2),
+        KernelSpec::tiled_split("tiled-64x128-split2", [64, 128, 16, 8, 8], 2),
         // llama.cpp's medium and large tiles: 128 invocations, 32 and 128 accumulators each.
         KernelSpec::tiled("llama-64x64", 64, 64, 16, 4, 8, true),
         KernelSpec::tiled("llama-128x128", 128, 128, 8, 8, 16, true),
-        // fp16 data and maths.
-        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 4),
-        KernelSpec::reg(Precision::Fp16, 16, 4, 4, 2),
-        KernelSpec::reg(Precision::Fp16, 8, 8, 4, 8),
-        // int8 dot products: 4-8 accumulators for Mali, 8-16 elsewhere.
-        KernelSpec::reg(Precision::Int8, 16, 4, 2, 2),
-        KernelSpec::reg(Precision::Int8, 16, 4, 4, 1),
-        KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
-        KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
-        // 4-bit weights, fp32 activations: 2-4 accumulators for Mali, 8-16 elsewhere.
-        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 2),
-        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 1),
-        KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 1),
-        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 2),
-        KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 4),
     ]
 }
 
@@ -428,9 +543,9 @@ pub fn parse_tiles(spec: &str) -> Result<Vec<KernelSpec>, String> {
         let k = if peeled {
             KernelSpec::tiled_peeled(&format!("{base}-peeled"), dims)
         } else if split > 1 {
-            KernelSpec::tiled_split(&format!("{base}-split{split}"), dims, split, false)
+            KernelSpec::tiled_split(&format!("{base}-split{split}"), dims, split)
         } else {
-            KernelSpec::tiled_split(&base, dims, 1, false)
+            KernelSpec::tiled_split(&base, dims, 1)
         };
         if !k.contract_holds() || k.invocations() > 1024 {
             return Err(format!(
@@ -659,6 +774,70 @@ mod tests {
         assert!(tiled
             .iter()
             .all(|k| k.unsupported_reason(&nvidia).is_none()));
+    }
+
+    #[test]
+    fn fp16_and_q4_0_get_shared_memory_tiles_on_desktop_gpus_but_never_on_mali() {
+        let mut desktop = nvidia();
+        desktop.float_atomic_add = true;
+        desktop.max_shared_memory = 48 * 1024;
+        for (p, plain, peeled, split) in [
+            (
+                Precision::Fp16,
+                GEMM_TILED_F16,
+                GEMM_TILED_PEELED_F16,
+                GEMM_TILED_SPLITK_F16,
+            ),
+            (
+                Precision::Q4_0,
+                GEMM_TILED_Q4_0,
+                GEMM_TILED_PEELED_Q4_0,
+                GEMM_TILED_SPLITK_Q4_0,
+            ),
+        ] {
+            let tiles: Vec<_> = catalogue()
+                .into_iter()
+                .filter(|k| k.precision == p && k.family == Family::Tiled)
+                .collect();
+            assert!(tiles.len() >= 3, "{}: {} tiles", p.name(), tiles.len());
+            let mut forms = [false; 3];
+            for k in &tiles {
+                // Each runs its own precision's build of gemm_tiled.comp in the loop form its
+                // name says; a wrong build would read the operands in another format.
+                let want = if k.split_k > 1 {
+                    forms[2] = true;
+                    split
+                } else if k.name.ends_with("-peeled") {
+                    forms[1] = true;
+                    peeled
+                } else {
+                    forms[0] = true;
+                    plain
+                };
+                assert!(std::ptr::eq(k.spirv, want), "{} {}", p.name(), k.name);
+                assert!(!k.llama_like, "{} {}", p.name(), k.name);
+                assert_eq!(k.unsupported_reason(&desktop), None, "{}", k.name);
+                let on_mali = k.unsupported_reason(&mali()).unwrap_or_default();
+                assert!(on_mali.contains("spills on Mali"), "{}: {on_mali}", k.name);
+            }
+            assert_eq!(forms, [true; 3], "{}: guarded, peeled, split-K", p.name());
+        }
+        // fp16 tiles need the device's fp16 support like the fp16 register kernels.
+        let mut no_fp16 = desktop.clone();
+        no_fp16.fp16 = false;
+        let k = find("tiled-128x128", Precision::Fp16).expect("fp16 tile");
+        assert!(k
+            .unsupported_reason(&no_fp16)
+            .unwrap()
+            .contains("shaderFloat16"));
+        // A device with less shared memory than a tile stages skips that tile.
+        let mut small = desktop;
+        small.max_shared_memory = 16 * 1024;
+        let k = find("tiled-128x128", Precision::Q4_0).expect("q4_0 tile");
+        assert!(k
+            .unsupported_reason(&small)
+            .unwrap()
+            .contains("shared memory"));
     }
 
     #[test]

@@ -13,10 +13,25 @@
 // workgroups on a 132-SM H200). With SPLIT == 2 each output is 0 + a + b in either order, so
 // the result does not depend on scheduling.
 // Peeled (built with -DPEEL_LAST_STEP): the same kernel with the last K step outside the loop.
+// Operand formats (one source, so the fp16 and q4_0 tiles share the swizzle, peel and split-K
+// machinery above): plain fp32. With -DF16, X and W are fp16 in memory (f16vec4 loads, half the
+// bytes of fp32) and are widened to fp32 as they are fetched, so shared memory, the products and
+// the accumulators are fp32: on the GPUs this tile is for, fp16 FMA through Vulkan without
+// tensor cores runs at about the fp32 rate (H200: 66.4 against 63.5 TFLOP/s measured), so fp16
+// maths would buy little speed and lose accuracy over K = 11008. With -DQ4_0, X is fp32 and W is
+// gemm_q4_0.comp's 4-bit layout (one uvec4 of 32 codes per block, fp16 scales two per uint in
+// binding 4); each fetched quad of codes is dequantised in registers and stored into shared
+// memory as fp32, so the inner loop is the fp32 one and each weight is dequantised once per
+// workgroup, not once per token.
 // Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
-// BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded.
+// BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded (q4_0: ldk ==
+// K, a multiple of 32).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+#ifdef F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 #ifdef SPLIT_K
 #extension GL_EXT_shader_atomic_float : require
 #endif
@@ -50,8 +65,20 @@ layout(push_constant) uniform Params {
     uint ldk;
 } p;
 
+#ifdef F16
+layout(std430, binding = 0) readonly buffer Xbuf { f16vec4 x[]; };
+layout(std430, binding = 1) readonly buffer Wbuf { f16vec4 w[]; };
+#define WIDEN(v) vec4(v)
+#else
+#define WIDEN(v) (v)
 layout(std430, binding = 0) readonly buffer Xbuf { vec4 x[]; };
+#ifdef Q4_0
+layout(std430, binding = 1) readonly buffer Wbuf { uint wq[]; };
+layout(std430, binding = 4) readonly buffer WSbuf { uint wscale[]; };
+#else
 layout(std430, binding = 1) readonly buffer Wbuf { vec4 w[]; };
+#endif
+#endif
 #ifdef SPLIT_K
 layout(std430, binding = 2) buffer Cbuf { float c[]; };
 #else
@@ -64,6 +91,19 @@ layout(std430, binding = 2) writeonly buffer Cbuf4 { vec4 c4[]; };
 shared vec4 xs[2 * BK * (BM / 4)];
 shared vec4 ws[2 * BK * (BN / 4)];
 
+#ifdef Q4_0
+// Weight quad kq (k = 4kq..4kq+3) of a row: block kq / 8 of the row, uint (kq % 8) / 2 of the
+// block, nibbles 4(kq % 2)..4(kq % 2)+3 of that uint, times the block's fp16 scale.
+vec4 weight_quad(uint row, uint kq) {
+    const uint blk = row * (p.ldk / 32) + kq / 8;
+    const uint q = wq[blk * 4 + (kq % 8) / 2] >> ((kq & 1u) * 16);
+    const vec2 pair = unpackHalf2x16(wscale[blk / 2]);
+    const float d = (blk & 1u) == 0u ? pair.x : pair.y;
+    return (vec4(float(q & 15u), float((q >> 4) & 15u), float((q >> 8) & 15u),
+                 float((q >> 12) & 15u)) - 8.0) * d;
+}
+#endif
+
 void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[LOADS_W]) {
     const uint tid = gl_LocalInvocationID.x;
     const uint k4n = p.ldk / 4;
@@ -72,14 +112,18 @@ void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[
         const uint r = idx / BK4;
         const uint kq = k0 / 4 + idx % BK4;
         const uint row = min(m_base + r, p.M - 1);
-        rx[l] = kq < k4n ? x[row * k4n + kq] : vec4(0.0);
+        rx[l] = kq < k4n ? WIDEN(x[row * k4n + kq]) : vec4(0.0);
     }
     [[unroll]] for (uint l = 0; l < LOADS_W; l++) {
         const uint idx = tid + l * THREADS;
         const uint r = idx / BK4;
         const uint kq = k0 / 4 + idx % BK4;
         const uint row = min(n_base + r, p.N - 1);
-        rw[l] = kq < k4n ? w[row * k4n + kq] : vec4(0.0);
+#ifdef Q4_0
+        rw[l] = kq < k4n ? weight_quad(row, kq) : vec4(0.0);
+#else
+        rw[l] = kq < k4n ? WIDEN(w[row * k4n + kq]) : vec4(0.0);
+#endif
     }
 }
 
