@@ -201,60 +201,8 @@ pub fn max_error(c: &[f32], n: u32, x: &Packed, w: &Packed, points: &[(u32, u32)
         .fold(0.0, f64::max)
 }
 
-/// IEEE binary16 from f32, round to nearest even (no `half` crate for two small functions).
-pub fn f32_to_f16(v: f32) -> u16 {
-    let bits = v.to_bits();
-    let sign = ((bits >> 16) & 0x8000) as u16;
-    let exp = ((bits >> 23) & 0xff) as i32;
-    let man = bits & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00;
-    }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rest = m & ((1 << shift) - 1);
-        let mut h = (m >> shift) as u16;
-        if rest > half || (rest == half && h & 1 == 1) {
-            h += 1;
-        }
-        return sign | h;
-    }
-    let mut h = ((e as u32) << 10 | (man >> 13)) as u16;
-    let rest = man & 0x1fff;
-    if rest > 0x1000 || (rest == 0x1000 && h & 1 == 1) {
-        h += 1; // may carry into the exponent, which is the correct rounding
-    }
-    sign | h
-}
-
-pub fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h & 0x8000) << 16;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let man = u32::from(h & 0x3ff);
-    let bits = match (exp, man) {
-        (0, 0) => sign,
-        (0, _) => {
-            // subnormal: normalise
-            let lead = man.leading_zeros() - 22; // zeros above bit 9
-            let m = (man << (lead + 1)) & 0x3ff;
-            let e = 127 - 15 - lead;
-            sign | (e << 23) | (m << 13)
-        }
-        (0x1f, 0) => sign | 0x7f80_0000,
-        (0x1f, _) => sign | 0x7fc0_0000,
-        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
-    };
-    f32::from_bits(bits)
-}
+/// IEEE binary16 conversions, round to nearest even: the GGUF writer's (one copy in the crate).
+pub use crate::gguf::{f16_to_f32, f32_to_f16};
 
 #[cfg(test)]
 mod tests {
