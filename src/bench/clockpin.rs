@@ -96,15 +96,6 @@ fn restore(root: &Root, dir: &str, change: &Change, done: &Mutex<bool>) -> std::
     Ok(true)
 }
 
-/// The first devfreq device named like a GPU (`fb000000.gpu`).
-pub fn gpu_node(root: &Root) -> Option<Devfreq> {
-    let names = root.list_dir("/sys/class/devfreq").ok()?;
-    let name = names
-        .into_iter()
-        .find(|n| n.to_lowercase().contains("gpu"))?;
-    node::read(root, &name)
-}
-
 /// Pin the GPU's clock. On the running system this needs root; a fake tree (tests) does not.
 pub fn pin(root: &Root) -> Result<ClockPin, Error> {
     if root.is_live() && !rustix::process::geteuid().is_root() {
@@ -112,7 +103,7 @@ pub fn pin(root: &Root) -> Result<ClockPin, Error> {
             "--max-clock changes the GPU's devfreq settings: run it as root (sudo rvl smoke-bench --max-clock)".into(),
         ));
     }
-    let n = gpu_node(root).ok_or_else(|| {
+    let n = node::gpu(root).ok_or_else(|| {
         Error::Unsupported(
             "--max-clock: no GPU devfreq node under /sys/class/devfreq (is panthor bound?)".into(),
         )

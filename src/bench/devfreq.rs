@@ -18,11 +18,7 @@ pub struct Devfreq {
 /// by [`crate::host::devfreq`] (the doctor's `gpu-clock` reader); the report keeps its own
 /// three fields so saved results stay comparable.
 pub fn read(root: &Root) -> Option<Devfreq> {
-    let names = root.list_dir("/sys/class/devfreq").ok()?;
-    let name = names
-        .into_iter()
-        .find(|n| n.to_lowercase().contains("gpu"))?;
-    let node = crate::host::devfreq::read(root, &name)?;
+    let node = crate::host::devfreq::gpu(root)?;
     Some(Devfreq {
         cur_freq_hz: node.cur_freq,
         max_freq_hz: node.max_freq,

@@ -112,6 +112,15 @@ fn read_text(root: &Root, path: &str) -> Option<String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
+/// The first devfreq device named like a GPU (`fb000000.gpu` on RK3588), read.
+pub fn gpu(root: &Root) -> Option<Devfreq> {
+    let names = root.list_dir(DEVFREQ_CLASS).ok()?;
+    let name = names
+        .into_iter()
+        .find(|n| n.to_lowercase().contains("gpu"))?;
+    read(root, &name)
+}
+
 /// The devfreq node of platform device `device`, if the kernel registered one.
 pub fn read(root: &Root, device: &str) -> Option<Devfreq> {
     let path = format!("{DEVFREQ_CLASS}/{device}");
