@@ -76,18 +76,23 @@ pub fn active(inv: &Inventory) -> Option<RvlPanvk<'_>> {
     })
 }
 
+/// Test fixtures shared by the modules that judge rvl's panvk.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
     use crate::icd::{Manifest, ManifestFile};
-    use crate::inventory::{LlamaStamp, StampPatch};
+    use crate::inventory::{BuildInstall, Inventory, LlamaStamp, StampPatch};
 
-    const PREFIX: &str = "/opt/rvl/mesa-26.2.4-rvl1";
+    pub const PREFIX: &str = "/opt/rvl/mesa-26.2.4-rvl1";
 
-    fn inv_with(library: &str, patches: &[&str]) -> Inventory {
-        let mut inv = Inventory::default();
+    /// `inv` with one panvk ICD whose library is `library`, and rvl's Mesa 26.2.4 prefix
+    /// [`PREFIX`] built with `patches` (name, sha256).
+    pub fn with_rvl_panvk(
+        mut inv: Inventory,
+        library: &str,
+        patches: &[(&str, &str)],
+    ) -> Inventory {
         inv.vulkan_icd.manifests = vec![ManifestFile {
-            path: "/etc/vulkan/icd.d/rvl_panvk.json".into(),
+            path: crate::setup::paths::ICD_FILE.into(),
             manifest: Some(Manifest {
                 library_path: library.into(),
                 api_version: Some("1.4.354".into()),
@@ -101,18 +106,29 @@ mod tests {
             stamp: Some(LlamaStamp {
                 project: "mesa".into(),
                 version: "26.2.4".into(),
-                source_sha256: String::new(),
                 patches: patches
                     .iter()
-                    .map(|n| StampPatch {
-                        name: n.to_string(),
-                        sha256: "not-this-rvls".into(),
+                    .map(|(name, sha256)| StampPatch {
+                        name: name.to_string(),
+                        sha256: sha256.to_string(),
                     })
                     .collect(),
+                ..Default::default()
             }),
             stamp_error: None,
         }];
         inv
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::PREFIX;
+    use super::*;
+
+    fn inv_with(library: &str, patches: &[&str]) -> Inventory {
+        let patches: Vec<(&str, &str)> = patches.iter().map(|n| (*n, "not-this-rvls")).collect();
+        super::testing::with_rvl_panvk(Inventory::default(), library, &patches)
     }
 
     #[test]

@@ -544,30 +544,8 @@ mod tests {
 
     #[test]
     fn the_report_names_rvls_panvk_and_its_level_only_when_the_loader_loads_it() {
-        use crate::icd::{Manifest, ManifestFile};
-        use crate::inventory::{BuildInstall, LlamaStamp};
         let with_library = |library: &str| {
-            let mut inv = Inventory::default();
-            inv.vulkan_icd.manifests = vec![ManifestFile {
-                path: "/etc/vulkan/icd.d/rvl_panvk.aarch64.json".into(),
-                manifest: Some(Manifest {
-                    library_path: library.into(),
-                    api_version: Some("1.4.354".into()),
-                    library_arch: Some("64".into()),
-                }),
-                library_found: Some(library.into()),
-                error: None,
-            }];
-            inv.mesa.installs = vec![BuildInstall {
-                prefix: "/opt/rvl/mesa-26.2.4-rvl1".into(),
-                stamp: Some(LlamaStamp {
-                    project: "mesa".into(),
-                    version: "26.2.4".into(),
-                    ..Default::default()
-                }),
-                stamp_error: None,
-            }];
-            inv
+            crate::mesa::testing::with_rvl_panvk(Inventory::default(), library, &[])
         };
         let rvls = with_library("/opt/rvl/mesa-26.2.4-rvl1/lib/libvulkan_panfrost.so");
         let words = rvl_panvk(&rvls).unwrap();

@@ -284,35 +284,10 @@ mod tests {
 
     /// The inventory of a live system whose one usable panvk ICD is rvl's build of Mesa 26.2.4
     /// with `patches` applied.
-    fn rvl_panvk_inventory(patches: Vec<(String, String)>) -> Inventory {
-        use crate::icd::{Manifest, ManifestFile};
-        use crate::inventory::{BuildInstall, LlamaStamp, StampPatch};
-        let mut inv = live_inventory();
-        let prefix = "/opt/rvl/mesa-26.2.4-rvl1";
-        let lib = format!("{prefix}/lib/aarch64-linux-gnu/libvulkan_panfrost.so");
-        inv.vulkan_icd.manifests = vec![ManifestFile {
-            path: crate::setup::paths::ICD_FILE.into(),
-            manifest: Some(Manifest {
-                library_path: lib.clone(),
-                api_version: Some("1.4.354".into()),
-                library_arch: Some("64".into()),
-            }),
-            library_found: Some(lib),
-            error: None,
-        }];
-        inv.mesa.installs = vec![BuildInstall {
-            prefix: prefix.into(),
-            stamp: Some(LlamaStamp {
-                project: "mesa".into(),
-                version: "26.2.4".into(),
-                patches: patches
-                    .into_iter()
-                    .map(|(name, sha256)| StampPatch { name, sha256 })
-                    .collect(),
-                ..Default::default()
-            }),
-            stamp_error: None,
-        }];
+    fn rvl_panvk_inventory(patches: &[(&str, &str)]) -> Inventory {
+        use crate::mesa::testing::{with_rvl_panvk, PREFIX};
+        let lib = format!("{PREFIX}/lib/aarch64-linux-gnu/libvulkan_panfrost.so");
+        let mut inv = with_rvl_panvk(live_inventory(), &lib, patches);
         inv.live_facts.vulkan = Some(VulkanProbe {
             error: None,
             devices: vec![panvk("Mesa 26.2.4")],
@@ -322,11 +297,11 @@ mod tests {
 
     #[test]
     fn vulkan_device_clears_the_ubatch_warning_only_for_rvls_panvk_with_the_tls_patch() {
-        let tls = vec![(
-            "mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch".to_string(),
-            "any-revision".to_string(),
+        let tls = [(
+            "mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch",
+            "any-revision",
         )];
-        let f = run("vulkan-device", &rvl_panvk_inventory(tls), false);
+        let f = run("vulkan-device", &rvl_panvk_inventory(&tls), false);
         assert_eq!(f.status, Status::Pass, "{f:?}");
         assert!(
             f.summary
@@ -335,9 +310,9 @@ mod tests {
             f.summary
         );
         // rvl's prefix built without the series is a stock driver: the warning stays.
-        let f = run("vulkan-device", &rvl_panvk_inventory(Vec::new()), false);
+        let f = run("vulkan-device", &rvl_panvk_inventory(&[]), false);
         assert_eq!(f.status, Status::Warn, "{f:?}");
-        let icd = run("vulkan-icd", &rvl_panvk_inventory(Vec::new()), false);
+        let icd = run("vulkan-icd", &rvl_panvk_inventory(&[]), false);
         assert!(
             icd.summary.contains("without the queue TLS patch"),
             "{}",
