@@ -625,14 +625,6 @@ fn patch_names(ctx: &Ctx, project: &str) -> Vec<String> {
         .collect()
 }
 
-/// "26.2.4" → 26 (0 when the version does not start with a number).
-fn version_major(v: &str) -> u32 {
-    v.split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(0)
-}
-
 pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     let Some(src) = mesa_source(ctx.manifest) else {
@@ -645,7 +637,11 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     match ctx.opts.mesa_from {
         MesaSource::Source => {
             let os = ctx.facts.file(OS_RELEASE).map(crate::osrelease::parse);
-            let major = version_major(&src.version);
+            // "26.2.4" → 26, the numbers being what prefixes are ordered by too.
+            let major = crate::llama::version_key(&src.version)
+                .first()
+                .copied()
+                .unwrap_or(0);
             if let Some(why) = os
                 .as_ref()
                 .filter(|_| major >= 26)
