@@ -231,6 +231,54 @@ fn the_runner_sizes_a_splitcu_kernels_split_from_the_devices_compute_units() {
 }
 
 #[test]
+fn the_int8_shared_memory_tiles_match_the_reference_on_the_ci_device() {
+    let Some(inst) = instance() else { return };
+    let gpu = open(&inst);
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let tiles: Vec<_> = catalogue()
+        .into_iter()
+        .filter(|s| s.precision == Precision::Int8 && s.family == Family::Tiled)
+        .collect();
+    assert!(tiles.len() >= 4, "only {} int8 tiles", tiles.len());
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        // lavapipe reports shaderIntegerDotProduct, 32 KiB shared memory and float atomics, so
+        // CI checks every int8 tile there.
+        assert!(
+            gpu.info.int8_dot,
+            "lavapipe without shaderIntegerDotProduct"
+        );
+        for s in &tiles {
+            assert_eq!(s.unsupported_reason(&gpu.info), None, "{}", s.name);
+        }
+    }
+    // Ragged M and N (a partial row quad, a partial token tile, N not a multiple of 4); K = 160
+    // is five blocks, each with its own scale per row, so the split-K slices (two blocks
+    // against one, eight slices for five blocks) end unevenly and some are empty.
+    let mut ran = 0;
+    for (m, n, k) in [(37, 133, 160), (130, 66, 64), (3, 1, 32)] {
+        let (x, w) = operands(Precision::Int8, m, n, k, 19);
+        let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+        for spec in &tiles {
+            if spec.unsupported_reason(&gpu.info).is_some() {
+                continue;
+            }
+            // Warm-up and timed runs into one output, as a screen does (the split-K clear).
+            let c = compute_repeated(&mut runner, spec, &x, &w, 2).expect("run");
+            let err = max_error(&c, n, &x, &w, &all);
+            assert!(
+                err <= Precision::Int8.tolerance(),
+                "int8 {} on {m}x{n}x{k}: error {err:e}",
+                spec.name
+            );
+            ran += 1;
+        }
+    }
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        assert_eq!(ran, 3 * tiles.len(), "every int8 tile on every shape");
+    }
+}
+
+#[test]
 fn the_q4_0_shared_memory_tiles_dequantise_every_block_on_the_ci_device() {
     let Some(inst) = instance() else { return };
     let gpu = open(&inst);

@@ -121,6 +121,8 @@ static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_
 static GEMM_TILED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_q4_0.spv");
 static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_q4_0.spv");
 static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_q4_0.spv");
+static GEMM_TILED_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_int8.spv");
+static GEMM_TILED_SPLITK_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_int8.spv");
 static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
 static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
 pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
@@ -197,8 +199,9 @@ impl KernelSpec {
     }
 
     /// A shared-memory tiled kernel on `operands` (the fp32, fp16 or q4_0 build of
-    /// gemm_tiled.comp): `[bm, bn, bk, tm, tn]`, in one of its three loop forms. Not llama-like,
-    /// so not on Mali unless the caller says so.
+    /// gemm_tiled.comp, or gemm_tiled_int8.comp, whose BK is one block of 32):
+    /// `[bm, bn, bk, tm, tn]`, in one of its loop forms. Not llama-like, so not on Mali unless
+    /// the caller says so.
     fn tiled_in(
         operands: TiledOperands,
         name: &str,
@@ -214,13 +217,18 @@ impl KernelSpec {
             name: name.to_string(),
             precision: operands.precision(),
             family: Family::Tiled,
-            spirv: tiled_spirv(operands, form),
+            spirv: tiled_spirv(operands, form)
+                .unwrap_or_else(|| panic!("{name}: gemm_tiled has no {operands:?} {form:?} build")),
             spec: vec![threads, bm, bn, bk, tm, tn, split_k],
             local: (threads, 1),
             tile_m: bm,
             tile_n: bn,
-            // Every build stages fp32 in shared memory (fp16 and q4_0 widen as they fetch).
-            shared_bytes: 2 * bk * (bm + bn) * 4,
+            shared_bytes: match operands {
+                // Two buffers of one block per row: 8 uints of packed int8 and a scale.
+                TiledOperands::Int8 => 2 * (bm + bn) * (8 * 4 + 4),
+                // The float builds stage fp32 (fp16 and q4_0 widen as they fetch).
+                _ => 2 * bk * (bm + bn) * 4,
+            },
             accumulators: tm * tn,
             llama_like: false,
             fixed_grid: None,
@@ -365,10 +373,24 @@ impl KernelSpec {
             .map(|&(_, _, spills, fills)| (spills, fills))
     }
 
-    /// The tiled kernel's host contract (see gemm_tiled.comp); always true for the catalogue.
+    /// The tiled kernel's host contract (see gemm_tiled.comp and gemm_tiled_int8.comp); always
+    /// true for the catalogue.
     pub fn contract_holds(&self) -> bool {
         match self.family {
             Family::Reg => true,
+            Family::Tiled if self.precision == Precision::Int8 => {
+                // Loads are guarded per row, so only the micro-tile shape and the block matter.
+                let [threads, bm, bn, bk, tm, tn, split] = self.spec[..] else {
+                    return false;
+                };
+                threads == (bm / tm) * (bn / tn)
+                    && split >= 1
+                    && bk == 32
+                    && tm % 4 == 0
+                    && tn % 4 == 0
+                    && bm % tm == 0
+                    && bn % tn == 0
+            }
             Family::Tiled => {
                 let [threads, bm, bn, bk, tm, tn, split] = self.spec[..] else {
                     return false;
@@ -412,7 +434,7 @@ pub fn split_for_compute_units(workgroups: u32, k_steps: u32, compute_units: u32
     split
 }
 
-/// The operand formats gemm_tiled.comp is built for (int8 has no tiled build).
+/// The operand formats gemm_tiled.comp is built for, and int8 (gemm_tiled_int8.comp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TiledOperands {
     Fp32,
@@ -420,16 +442,19 @@ enum TiledOperands {
     Fp16,
     /// -DQ4_0: fp32 X, q4_0 W dequantised to fp32 as it is fetched.
     Q4_0,
+    /// gemm_tiled_int8.comp: Q8_0-style blocks on both sides, integer dots (guarded and
+    /// split-K loops only).
+    Int8,
 }
 
 impl TiledOperands {
-    /// The build for a precision's operands; None for int8, which has no tiled build.
+    /// The tiled build for a precision's operands.
     fn of(p: Precision) -> Option<TiledOperands> {
         match p {
             Precision::Fp32 => Some(TiledOperands::Fp32),
             Precision::Fp16 => Some(TiledOperands::Fp16),
             Precision::Q4_0 => Some(TiledOperands::Q4_0),
-            Precision::Int8 => None,
+            Precision::Int8 => Some(TiledOperands::Int8),
         }
     }
 
@@ -438,15 +463,17 @@ impl TiledOperands {
             TiledOperands::Fp32 => Precision::Fp32,
             TiledOperands::Fp16 => Precision::Fp16,
             TiledOperands::Q4_0 => Precision::Q4_0,
+            TiledOperands::Int8 => Precision::Int8,
         }
     }
 }
 
-/// The SPIR-V of gemm_tiled.comp for an operand format and loop form (scripts/check-shaders.sh
-/// builds one per pair).
-fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> &'static [u8] {
+/// The SPIR-V of gemm_tiled.comp (gemm_tiled_int8.comp for int8) for an operand format and
+/// loop form (scripts/check-shaders.sh builds one per pair); None for int8's peeled loop, which
+/// is not built.
+fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> Option<&'static [u8]> {
     use TiledLoop::{Guarded, Peeled, SplitK, SplitPerCu};
-    match (operands, form) {
+    Some(match (operands, form) {
         (TiledOperands::Fp32, Guarded) => GEMM_TILED_F32,
         (TiledOperands::Fp32, Peeled) => GEMM_TILED_PEELED_F32,
         (TiledOperands::Fp32, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_F32,
@@ -456,7 +483,30 @@ fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> &'static [u8] {
         (TiledOperands::Q4_0, Guarded) => GEMM_TILED_Q4_0,
         (TiledOperands::Q4_0, Peeled) => GEMM_TILED_PEELED_Q4_0,
         (TiledOperands::Q4_0, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_Q4_0,
-    }
+        (TiledOperands::Int8, Guarded) => GEMM_TILED_INT8,
+        (TiledOperands::Int8, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_INT8,
+        (TiledOperands::Int8, Peeled) => return None,
+    })
+}
+
+/// The int8 shared-memory tiles (gemm_tiled_int8.comp), for devices with integer dot products
+/// and fast local memory: one K step per block of 32, the large and medium tiles, a 32-row tile
+/// for ubatch 16-64, and those split four and eight ways for the small grids (o and down at
+/// ubatch 64). Not llama-like, so never on Mali (the lab rule), and like every int8 kernel only
+/// where the device has shaderIntegerDotProduct.
+fn int8_tiles() -> Vec<KernelSpec> {
+    use TiledLoop::{Guarded, SplitK};
+    [
+        ("tiled-128x128", [128, 128, 32, 8, 8], Guarded),
+        ("tiled-64x128", [64, 128, 32, 8, 8], Guarded),
+        ("tiled-64x64", [64, 64, 32, 4, 8], Guarded),
+        ("tiled-32x128", [32, 128, 32, 4, 8], Guarded),
+        ("tiled-64x128-split4", [64, 128, 32, 8, 8], SplitK(4)),
+        ("tiled-32x128-split8", [32, 128, 32, 4, 8], SplitK(8)),
+    ]
+    .into_iter()
+    .map(|(name, dims, form)| KernelSpec::tiled_in(TiledOperands::Int8, name, dims, form))
+    .collect()
 }
 
 /// The shared-memory tiles built for fp16 and q4_0 (gemm_tiled.comp -DF16 / -DQ4_0), for GPUs
@@ -539,6 +589,9 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 1),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
+    ]);
+    all.extend(int8_tiles());
+    all.extend([
         // 4-bit weights, fp32 activations: 2-4 accumulators for Mali, 8-16 elsewhere.
         KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 2),
         KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 1),
@@ -939,6 +992,42 @@ mod tests {
             .unsupported_reason(&small)
             .unwrap()
             .contains("shared memory"));
+    }
+
+    #[test]
+    fn int8_gets_integer_dot_tiles_where_the_device_has_int_dot_but_never_on_mali() {
+        let mut desktop = nvidia();
+        desktop.float_atomic_add = true;
+        let tiles: Vec<_> = catalogue()
+            .into_iter()
+            .filter(|k| k.precision == Precision::Int8 && k.family == Family::Tiled)
+            .collect();
+        assert!(tiles.len() >= 4, "{} int8 tiles", tiles.len());
+        // A small-grid tile (32 token rows) and a split-K one are among them.
+        assert!(tiles.iter().any(|k| k.tile_m <= 32 && k.split_k == 1));
+        assert!(tiles.iter().any(|k| k.split_k > 1));
+        for k in &tiles {
+            let want = if k.split_k > 1 {
+                GEMM_TILED_SPLITK_INT8
+            } else {
+                GEMM_TILED_INT8
+            };
+            assert!(std::ptr::eq(k.spirv, want), "{}", k.name);
+            assert!(!k.llama_like, "{}", k.name);
+            // One block of packed int8 and its scale per row, twice: 128x128 stages 18 KiB.
+            assert_eq!(k.shared_bytes, 2 * (k.tile_m + k.tile_n) * 36, "{}", k.name);
+            assert_eq!(k.unsupported_reason(&desktop), None, "{}", k.name);
+            let on_mali = k.unsupported_reason(&mali()).unwrap_or_default();
+            assert!(on_mali.contains("spills on Mali"), "{}: {on_mali}", k.name);
+        }
+        let mut no_dot = desktop;
+        no_dot.int8_dot = false;
+        let k = find("tiled-64x64", Precision::Int8).expect("an int8 tile");
+        assert!(k
+            .unsupported_reason(&no_dot)
+            .unwrap()
+            .contains("shaderIntegerDotProduct"));
+        assert_eq!(k.shared_bytes, 2 * 128 * 36);
     }
 
     #[test]
