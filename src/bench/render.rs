@@ -312,7 +312,7 @@ fn best_kernels(o: &mut String, r: &Report, style: Style) {
                     p,
                     g,
                     b.shape,
-                    b.kernel,
+                    b.kernel_label(),
                     fmt_rate(b.gflops.unwrap_or(0.0)),
                     b.efficiency
                         .map(|e| format!("{:.0}%", e * 100.0))
