@@ -21,6 +21,8 @@ SHADERS=(
     "gemm_tiled_q4_0.spv|gemm_tiled.comp|-DQ4_0"
     "gemm_tiled_peeled_q4_0.spv|gemm_tiled.comp|-DQ4_0 -DPEEL_LAST_STEP"
     "gemm_tiled_splitk_q4_0.spv|gemm_tiled.comp|-DQ4_0 -DSPLIT_K"
+    "gemm_tiled_int8.spv|gemm_tiled_int8.comp|"
+    "gemm_tiled_splitk_int8.spv|gemm_tiled_int8.comp|-DSPLIT_K"
     "gemm_int8.spv|gemm_int8.comp|"
     "gemm_q4_0.spv|gemm_q4_0.comp|"
     "peak_f32.spv|peak.comp|"

@@ -93,6 +93,16 @@ fn json_run_has_schema_checks_and_stacks() {
     assert_eq!(doc["rvl_version"], env!("CARGO_PKG_VERSION"));
     assert!(doc["tool"].as_str().unwrap().starts_with("rvl smoke-bench"));
     assert!(doc["device"]["name"].is_string());
+    // The compute-unit count is always in the document: null where no vendor extension gives
+    // it, as on lavapipe.
+    let units = &doc["device"]["compute_units"];
+    assert!(units.is_null() || units.as_u64().unwrap() > 0, "{units}");
+    if doc["device"]["driver_id"] == "MESA_LLVMPIPE" {
+        assert!(
+            units.is_null(),
+            "lavapipe has no compute-unit extension: {units}"
+        );
+    }
     assert_eq!(doc["model"]["name"], "tiny");
     assert!(doc["peak"][0]["gflops"].as_f64().unwrap() > 0.0);
     let ubs = doc["ubatches"].as_array().unwrap();
@@ -135,6 +145,10 @@ fn human_run_prints_progress_on_stderr() {
     assert!(
         out.stdout().contains("GEMMs), quick run"),
         "the size in words: {out}"
+    );
+    assert!(
+        out.stdout().contains("| compute units "),
+        "the device line names its compute units: {out}"
     );
     // "N command buffer(s)" agrees with N (the tiny model records one: "1 command buffer").
     let mut seen = 0;

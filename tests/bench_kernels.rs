@@ -153,6 +153,132 @@ fn split_k_kernels_clear_their_output_before_every_run() {
 }
 
 #[test]
+fn splitcu_kernels_match_the_cpu_reference_at_the_splits_each_device_size_gives() {
+    let Some(inst) = instance() else { return };
+    let gpu = open(&inst);
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let variants: Vec<_> = catalogue()
+        .into_iter()
+        .filter(|s| s.split_from_cus)
+        .collect();
+    assert!(
+        variants.len() >= 4,
+        "only {} -splitcu variants",
+        variants.len()
+    );
+    if gpu.info.compute_units.is_none() {
+        // lavapipe: not offered, since no split can be sized without the count.
+        for s in &variants {
+            assert!(s.unsupported_reason(&gpu.info).is_some(), "{}", s.name);
+        }
+    }
+    if !gpu.info.float_atomic_add {
+        return;
+    }
+    // Each variant resolved for an H200's 132 SMs, a 16-unit GPU and a 4-core Mali-sized one:
+    // the splits differ per shape (up to 16 slices on the one-tile shapes, capped by K steps on
+    // K = 12 and 45) and every one must give the reference's result.
+    let mut splits = std::collections::BTreeSet::new();
+    for spec in &variants {
+        for (m, n, k) in shapes(Precision::Fp32).into_iter().chain([(64, 300, 260)]) {
+            let (x, w) = fp32_operands(m, n, k, 13);
+            let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+            for units in [132, 16, 4] {
+                let shaped = spec.for_shape(m, n, x.ldk, Some(units));
+                splits.insert(shaped.split_k);
+                // Warm-up and timed runs into one output, as a screen does.
+                let c = compute_repeated(&mut runner, &shaped, &x, &w, 2).expect("run");
+                let err = max_error(&c, n, &x, &w, &all);
+                assert!(
+                    err <= Precision::Fp32.tolerance(),
+                    "{} split {} ({units} units) on {m}x{n}x{k}: error {err:e}",
+                    spec.name,
+                    shaped.split_k
+                );
+            }
+        }
+    }
+    assert!(
+        splits.len() >= 4 && splits.contains(&1) && splits.contains(&16),
+        "splits tried: {splits:?}"
+    );
+}
+
+#[test]
+fn the_runner_sizes_a_splitcu_kernels_split_from_the_devices_compute_units() {
+    let Some(inst) = instance() else { return };
+    let mut gpu = open(&inst);
+    if !gpu.info.float_atomic_add {
+        return;
+    }
+    // As if the driver had said 132 SMs: the runner, not the caller, resolves the variant. Left
+    // unresolved it would run the split-K build as one slice without clearing C, and the
+    // warm-up and timed runs would add up.
+    gpu.info.compute_units = Some(132);
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let spec = catalogue()
+        .into_iter()
+        .find(|s| s.name == "tiled-64x128-splitcu")
+        .expect("in the catalogue");
+    assert_eq!(spec.unsupported_reason(&gpu.info), None);
+    let (m, n, k) = (64, 300, 260);
+    let (x, w) = fp32_operands(m, n, k, 17);
+    assert_eq!(spec.for_shape(m, n, x.ldk, Some(132)).split_k, 16);
+    let c = compute_repeated(&mut runner, &spec, &x, &w, 2).expect("run");
+    let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    let err = max_error(&c, n, &x, &w, &all);
+    assert!(err <= Precision::Fp32.tolerance(), "error {err:e}");
+}
+
+#[test]
+fn the_int8_shared_memory_tiles_match_the_reference_on_the_ci_device() {
+    let Some(inst) = instance() else { return };
+    let gpu = open(&inst);
+    let mut runner = Runner::new(&gpu).expect("runner");
+    let tiles: Vec<_> = catalogue()
+        .into_iter()
+        .filter(|s| s.precision == Precision::Int8 && s.family == Family::Tiled)
+        .collect();
+    assert!(tiles.len() >= 4, "only {} int8 tiles", tiles.len());
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        // lavapipe reports shaderIntegerDotProduct, 32 KiB shared memory and float atomics, so
+        // CI checks every int8 tile there.
+        assert!(
+            gpu.info.int8_dot,
+            "lavapipe without shaderIntegerDotProduct"
+        );
+        for s in &tiles {
+            assert_eq!(s.unsupported_reason(&gpu.info), None, "{}", s.name);
+        }
+    }
+    // Ragged M and N (a partial row quad, a partial token tile, N not a multiple of 4); K = 160
+    // is five blocks, each with its own scale per row, so the split-K slices (two blocks
+    // against one, eight slices for five blocks) end unevenly and some are empty.
+    let mut ran = 0;
+    for (m, n, k) in [(37, 133, 160), (130, 66, 64), (3, 1, 32)] {
+        let (x, w) = operands(Precision::Int8, m, n, k, 19);
+        let all: Vec<(u32, u32)> = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+        for spec in &tiles {
+            if spec.unsupported_reason(&gpu.info).is_some() {
+                continue;
+            }
+            // Warm-up and timed runs into one output, as a screen does (the split-K clear).
+            let c = compute_repeated(&mut runner, spec, &x, &w, 2).expect("run");
+            let err = max_error(&c, n, &x, &w, &all);
+            assert!(
+                err <= Precision::Int8.tolerance(),
+                "int8 {} on {m}x{n}x{k}: error {err:e}",
+                spec.name
+            );
+            ran += 1;
+        }
+    }
+    if gpu.info.driver_id == "MESA_LLVMPIPE" {
+        assert_eq!(ran, 3 * tiles.len(), "every int8 tile on every shape");
+    }
+}
+
+#[test]
 fn the_q4_0_shared_memory_tiles_dequantise_every_block_on_the_ci_device() {
     let Some(inst) = instance() else { return };
     let gpu = open(&inst);

@@ -12,9 +12,11 @@
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
 #   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
 #              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
-#   tiled-*    (gemm_tiled_f32, and the fp16/q4_0 builds gemm_tiled_f16/_q4_0 with their
-#              _peeled/_splitk forms): spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid
-#              (ceil(M/BM), ceil(N/BN), SPLIT). Not Mali kernels (kernels.rs skips every non-llama
+#   tiled-*    (gemm_tiled_f32, the fp16/q4_0 builds gemm_tiled_f16/_q4_0 with their
+#              _peeled/_splitk forms, and gemm_tiled_int8/_splitk_int8 with BK = 32, one
+#              block): spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid
+#              (ceil(M/BM), ceil(N/BN), SPLIT). The -splitcu variants are the _splitk build
+#              with a split chosen per shape; the lab has no compute-unit count, so no row. Not Mali kernels (kernels.rs skips every non-llama
 #              tile there); the rows record what they would cost.
 # Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
 #   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
@@ -99,4 +101,13 @@ for p in f16 q4_0; do
     tiled "tiled-128x128-k8-peeled-$p" 128 128 8 8 8 "gemm_tiled_peeled_$p.spv"
     tiled "tiled-64x128-split4-$p" 64 128 16 8 8 "gemm_tiled_splitk_$p.spv" 4
 done
+# fp32's small-grid tiles (kernels.rs fp32_kernels, after the llama pair).
+tiled tiled-64x64 64 64 16 4 8
+tiled tiled-32x128 32 128 16 4 8
+tiled tiled-16x128-split8 16 128 16 4 8 gemm_tiled_splitk_f32.spv 8
+# The int8 integer-dot tiles (kernels.rs int8_tiles): BK is one block of 32.
+tiled tiled-128x128-int8 128 128 32 8 8 gemm_tiled_int8.spv
+tiled tiled-64x64-int8 64 64 32 4 8 gemm_tiled_int8.spv
+tiled tiled-32x128-int8 32 128 32 4 8 gemm_tiled_int8.spv
+tiled tiled-32x128-split8-int8 32 128 32 4 8 gemm_tiled_splitk_int8.spv 8
 fi

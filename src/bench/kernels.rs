@@ -1,6 +1,8 @@
 //! The GEMM kernel catalogue: which SPIR-V, which specialisation constants (tile sizes), how the
 //! grid is laid out, and what each variant needs from the device.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use crate::vulkan::DeviceInfo;
@@ -102,6 +104,10 @@ pub struct KernelSpec {
     /// Workgroups along K (grid z): above 1 each adds its slice's partial sums into C
     /// atomically, and the runner clears C before every dispatch.
     pub split_k: u32,
+    /// A "-splitcu" variant: its split-K is not fixed but sized per shape from the device's
+    /// compute units ([`KernelSpec::for_shape`], which the runner calls before it builds a
+    /// pipeline or dispatches); until then `split_k` is 1.
+    pub split_from_cus: bool,
 }
 
 static GEMM_REG_F32: &[u8] = include_bytes!("shaders/gemm_reg_f32.spv");
@@ -115,6 +121,8 @@ static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_
 static GEMM_TILED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_q4_0.spv");
 static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_q4_0.spv");
 static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_q4_0.spv");
+static GEMM_TILED_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_int8.spv");
+static GEMM_TILED_SPLITK_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_int8.spv");
 static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
 static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
 pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
@@ -148,6 +156,7 @@ impl KernelSpec {
             llama_like: false,
             fixed_grid: None,
             split_k: 1,
+            split_from_cus: false,
         }
     }
 
@@ -190,8 +199,9 @@ impl KernelSpec {
     }
 
     /// A shared-memory tiled kernel on `operands` (the fp32, fp16 or q4_0 build of
-    /// gemm_tiled.comp): `[bm, bn, bk, tm, tn]`, in one of its three loop forms. Not llama-like,
-    /// so not on Mali unless the caller says so.
+    /// gemm_tiled.comp, or gemm_tiled_int8.comp, whose BK is one block of 32):
+    /// `[bm, bn, bk, tm, tn]`, in one of its loop forms. Not llama-like, so not on Mali unless
+    /// the caller says so.
     fn tiled_in(
         operands: TiledOperands,
         name: &str,
@@ -201,24 +211,70 @@ impl KernelSpec {
         let threads = (bm / tm) * (bn / tn);
         let split_k = match form {
             TiledLoop::SplitK(s) => s,
-            TiledLoop::Guarded | TiledLoop::Peeled => 1,
+            TiledLoop::Guarded | TiledLoop::Peeled | TiledLoop::SplitPerCu => 1,
         };
         KernelSpec {
             name: name.to_string(),
             precision: operands.precision(),
             family: Family::Tiled,
-            spirv: tiled_spirv(operands, form),
+            spirv: tiled_spirv(operands, form)
+                .unwrap_or_else(|| panic!("{name}: gemm_tiled has no {operands:?} {form:?} build")),
             spec: vec![threads, bm, bn, bk, tm, tn, split_k],
             local: (threads, 1),
             tile_m: bm,
             tile_n: bn,
-            // Every build stages fp32 in shared memory (fp16 and q4_0 widen as they fetch).
-            shared_bytes: 2 * bk * (bm + bn) * 4,
+            shared_bytes: match operands {
+                // Two buffers of one block per row: 8 uints of packed int8 and a scale.
+                TiledOperands::Int8 => 2 * (bm + bn) * (8 * 4 + 4),
+                // The float builds stage fp32 (fp16 and q4_0 widen as they fetch).
+                _ => 2 * bk * (bm + bn) * 4,
+            },
             accumulators: tm * tn,
             llama_like: false,
             fixed_grid: None,
             split_k,
+            split_from_cus: form == TiledLoop::SplitPerCu,
         }
+    }
+
+    /// The fp32 tiled kernel whose K split is sized per shape from the device's compute units
+    /// (see [`KernelSpec::for_shape`]).
+    fn tiled_split_per_cu(name: &str, dims: [u32; 5]) -> KernelSpec {
+        Self::tiled_in(TiledOperands::Fp32, name, dims, TiledLoop::SplitPerCu)
+    }
+
+    /// The kernel to build and dispatch for `m` tokens, `n` outputs and `ldk` (padded) K on a
+    /// device with `compute_units`: itself, except that a "-splitcu" variant becomes the split-K
+    /// kernel of [`split_for_compute_units`] slices (the guarded loop where that is 1, or where
+    /// the count is unknown, which [`KernelSpec::unsupported_reason`] keeps from happening).
+    /// The split is spec constant 6, so each distinct split is its own pipeline.
+    pub fn for_shape(
+        &self,
+        m: u32,
+        n: u32,
+        ldk: u32,
+        compute_units: Option<u32>,
+    ) -> Cow<'_, KernelSpec> {
+        if !self.split_from_cus {
+            return Cow::Borrowed(self);
+        }
+        let (&[_, bm, bn, bk, tm, tn, _], Some(operands)) =
+            (&self.spec[..], TiledOperands::of(self.precision))
+        else {
+            return Cow::Borrowed(self);
+        };
+        let (gx, gy) = self.grid(m, n);
+        let steps = ldk.div_ceil(bk);
+        let split = compute_units.map_or(1, |cus| split_for_compute_units(gx * gy, steps, cus));
+        let form = if split > 1 {
+            TiledLoop::SplitK(split)
+        } else {
+            TiledLoop::Guarded
+        };
+        Cow::Owned(KernelSpec {
+            llama_like: self.llama_like,
+            ..Self::tiled_in(operands, &self.name, [bm, bn, bk, tm, tn], form)
+        })
     }
 
     /// Workgroups to dispatch for `m` tokens and `n` outputs.
@@ -259,6 +315,7 @@ impl KernelSpec {
         if let Some(r) = self.precision.unsupported_reason(dev) {
             return Some(r);
         }
+
         if is_mali(dev) {
             if self.family == Family::Tiled && !self.llama_like {
                 // 64 accumulators plus staging registers: tiled-128x128 measured 481 spills and
@@ -275,7 +332,13 @@ impl KernelSpec {
                 ));
             }
         }
-        if self.split_k > 1 && !dev.float_atomic_add {
+        if self.split_from_cus && dev.compute_units.is_none() {
+            return Some(
+                "sizes its split-K from the compute-unit count, which this driver does not give"
+                    .into(),
+            );
+        }
+        if (self.split_k > 1 || self.split_from_cus) && !dev.float_atomic_add {
             return Some(
                 "needs shaderBufferFloat32AtomicAdd (VK_EXT_shader_atomic_float) to add split-K partial sums"
                     .into(),
@@ -310,10 +373,24 @@ impl KernelSpec {
             .map(|&(_, _, spills, fills)| (spills, fills))
     }
 
-    /// The tiled kernel's host contract (see gemm_tiled.comp); always true for the catalogue.
+    /// The tiled kernel's host contract (see gemm_tiled.comp and gemm_tiled_int8.comp); always
+    /// true for the catalogue.
     pub fn contract_holds(&self) -> bool {
         match self.family {
             Family::Reg => true,
+            Family::Tiled if self.precision == Precision::Int8 => {
+                // Loads are guarded per row, so only the micro-tile shape and the block matter.
+                let [threads, bm, bn, bk, tm, tn, split] = self.spec[..] else {
+                    return false;
+                };
+                threads == (bm / tm) * (bn / tn)
+                    && split >= 1
+                    && bk == 32
+                    && tm % 4 == 0
+                    && tn % 4 == 0
+                    && bm % tm == 0
+                    && bn % tn == 0
+            }
             Family::Tiled => {
                 let [threads, bm, bn, bk, tm, tn, split] = self.spec[..] else {
                     return false;
@@ -333,15 +410,31 @@ impl KernelSpec {
 }
 
 /// The three loop forms of gemm_tiled.comp: the guarded loop, PEEL_LAST_STEP, SPLIT_K over
-/// that many workgroups.
+/// that many workgroups; and SPLIT_K over a number chosen per shape from the device
+/// ([`KernelSpec::for_shape`] turns it into one of the others).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TiledLoop {
     Guarded,
     Peeled,
     SplitK(u32),
+    SplitPerCu,
 }
 
-/// The operand formats gemm_tiled.comp is built for (int8 has no tiled build).
+/// K slices for a tiled kernel whose grid has `workgroups` (x times y) and `k_steps` steps of
+/// BK: the fewest, as a power of two, that give at least one workgroup per compute unit, so
+/// small grids (o and down at ubatch 64: 16-32 workgroups) fill the device. At most
+/// [`MAX_SPLIT_K`], since each slice adds an atomic pass over C, and never more slices than K
+/// steps, since a slice without a step only adds zeros.
+pub fn split_for_compute_units(workgroups: u32, k_steps: u32, compute_units: u32) -> u32 {
+    let most = MAX_SPLIT_K.min(k_steps.max(1));
+    let mut split = 1;
+    while split * 2 <= most && workgroups.max(1) * split < compute_units {
+        split *= 2;
+    }
+    split
+}
+
+/// The operand formats gemm_tiled.comp is built for, and int8 (gemm_tiled_int8.comp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TiledOperands {
     Fp32,
@@ -349,33 +442,71 @@ enum TiledOperands {
     Fp16,
     /// -DQ4_0: fp32 X, q4_0 W dequantised to fp32 as it is fetched.
     Q4_0,
+    /// gemm_tiled_int8.comp: Q8_0-style blocks on both sides, integer dots (guarded and
+    /// split-K loops only).
+    Int8,
 }
 
 impl TiledOperands {
+    /// The tiled build for a precision's operands.
+    fn of(p: Precision) -> Option<TiledOperands> {
+        match p {
+            Precision::Fp32 => Some(TiledOperands::Fp32),
+            Precision::Fp16 => Some(TiledOperands::Fp16),
+            Precision::Q4_0 => Some(TiledOperands::Q4_0),
+            Precision::Int8 => Some(TiledOperands::Int8),
+        }
+    }
+
     fn precision(self) -> Precision {
         match self {
             TiledOperands::Fp32 => Precision::Fp32,
             TiledOperands::Fp16 => Precision::Fp16,
             TiledOperands::Q4_0 => Precision::Q4_0,
+            TiledOperands::Int8 => Precision::Int8,
         }
     }
 }
 
-/// The SPIR-V of gemm_tiled.comp for an operand format and loop form (scripts/check-shaders.sh
-/// builds one per pair).
-fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> &'static [u8] {
-    use TiledLoop::{Guarded, Peeled, SplitK};
-    match (operands, form) {
+/// The SPIR-V of gemm_tiled.comp (gemm_tiled_int8.comp for int8) for an operand format and
+/// loop form (scripts/check-shaders.sh builds one per pair); None for int8's peeled loop, which
+/// is not built.
+fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> Option<&'static [u8]> {
+    use TiledLoop::{Guarded, Peeled, SplitK, SplitPerCu};
+    Some(match (operands, form) {
         (TiledOperands::Fp32, Guarded) => GEMM_TILED_F32,
         (TiledOperands::Fp32, Peeled) => GEMM_TILED_PEELED_F32,
-        (TiledOperands::Fp32, SplitK(_)) => GEMM_TILED_SPLITK_F32,
+        (TiledOperands::Fp32, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_F32,
         (TiledOperands::Fp16, Guarded) => GEMM_TILED_F16,
         (TiledOperands::Fp16, Peeled) => GEMM_TILED_PEELED_F16,
-        (TiledOperands::Fp16, SplitK(_)) => GEMM_TILED_SPLITK_F16,
+        (TiledOperands::Fp16, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_F16,
         (TiledOperands::Q4_0, Guarded) => GEMM_TILED_Q4_0,
         (TiledOperands::Q4_0, Peeled) => GEMM_TILED_PEELED_Q4_0,
-        (TiledOperands::Q4_0, SplitK(_)) => GEMM_TILED_SPLITK_Q4_0,
-    }
+        (TiledOperands::Q4_0, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_Q4_0,
+        (TiledOperands::Int8, Guarded) => GEMM_TILED_INT8,
+        (TiledOperands::Int8, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_INT8,
+        (TiledOperands::Int8, Peeled) => return None,
+    })
+}
+
+/// The int8 shared-memory tiles (gemm_tiled_int8.comp), for devices with integer dot products
+/// and fast local memory: one K step per block of 32, the large and medium tiles, a 32-row tile
+/// for ubatch 16-64, and those split four and eight ways for the small grids (o and down at
+/// ubatch 64). Not llama-like, so never on Mali (the lab rule), and like every int8 kernel only
+/// where the device has shaderIntegerDotProduct.
+fn int8_tiles() -> Vec<KernelSpec> {
+    use TiledLoop::{Guarded, SplitK};
+    [
+        ("tiled-128x128", [128, 128, 32, 8, 8], Guarded),
+        ("tiled-64x128", [64, 128, 32, 8, 8], Guarded),
+        ("tiled-64x64", [64, 64, 32, 4, 8], Guarded),
+        ("tiled-32x128", [32, 128, 32, 4, 8], Guarded),
+        ("tiled-64x128-split4", [64, 128, 32, 8, 8], SplitK(4)),
+        ("tiled-32x128-split8", [32, 128, 32, 4, 8], SplitK(8)),
+    ]
+    .into_iter()
+    .map(|(name, dims, form)| KernelSpec::tiled_in(TiledOperands::Int8, name, dims, form))
+    .collect()
 }
 
 /// The shared-memory tiles built for fp16 and q4_0 (gemm_tiled.comp -DF16 / -DQ4_0), for GPUs
@@ -458,6 +589,9 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 1),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 2),
         KernelSpec::reg(Precision::Int8, 16, 4, 4, 4),
+    ]);
+    all.extend(int8_tiles());
+    all.extend([
         // 4-bit weights, fp32 activations: 2-4 accumulators for Mali, 8-16 elsewhere.
         KernelSpec::reg(Precision::Q4_0, 16, 4, 2, 2),
         KernelSpec::reg(Precision::Q4_0, 16, 4, 4, 1),
@@ -493,6 +627,24 @@ fn fp32_kernels() -> Vec<KernelSpec> {
         // llama.cpp's medium and large tiles: 128 invocations, 32 and 128 accumulators each.
         KernelSpec::tiled("llama-64x64", 64, 64, 16, 4, 8, true),
         KernelSpec::tiled("llama-128x128", 128, 128, 8, 8, 16, true),
+        // Small and medium grids (ubatch 16-64, and qkv/o at 512), after the guesses above so a
+        // budgeted run that stops early screens what it did before: the fp16/q4_0 families'
+        // tiles with fewer token rows, split four and eight ways (o and down at ubatch 64 are
+        // 16-32 workgroups of these against 132 SMs on an H200)...
+        KernelSpec::tiled_split("tiled-64x64", [64, 64, 16, 4, 8], 1),
+        KernelSpec::tiled_split("tiled-32x128", [32, 128, 16, 4, 8], 1),
+        KernelSpec::tiled_split("tiled-64x128-split4", [64, 128, 16, 8, 8], 4),
+        KernelSpec::tiled_split("tiled-64x64-split4", [64, 64, 16, 4, 8], 4),
+        KernelSpec::tiled_split("tiled-32x128-split4", [32, 128, 16, 4, 8], 4),
+        KernelSpec::tiled_split("tiled-32x128-split8", [32, 128, 16, 4, 8], 8),
+        KernelSpec::tiled_split("tiled-16x128-split4", [16, 128, 16, 4, 8], 4),
+        KernelSpec::tiled_split("tiled-16x128-split8", [16, 128, 16, 4, 8], 8),
+        // ...and the same tiles split as many ways as this device's compute units need per
+        // shape, where the driver says how many it has.
+        KernelSpec::tiled_split_per_cu("tiled-128x64-splitcu", [128, 64, 16, 8, 8]),
+        KernelSpec::tiled_split_per_cu("tiled-64x128-splitcu", [64, 128, 16, 8, 8]),
+        KernelSpec::tiled_split_per_cu("tiled-64x64-splitcu", [64, 64, 16, 4, 8]),
+        KernelSpec::tiled_split_per_cu("tiled-32x128-splitcu", [32, 128, 16, 4, 8]),
     ]
 }
 
@@ -581,6 +733,7 @@ pub fn fixed(
         llama_like: false,
         fixed_grid: Some((groups, 1)),
         split_k: 1,
+        split_from_cus: false,
     }
 }
 
@@ -771,6 +924,7 @@ mod tests {
         let mut nvidia = nvidia();
         nvidia.float_atomic_add = true;
         nvidia.max_shared_memory = 48 * 1024;
+        nvidia.compute_units = Some(132);
         assert!(tiled
             .iter()
             .all(|k| k.unsupported_reason(&nvidia).is_none()));
@@ -841,6 +995,42 @@ mod tests {
     }
 
     #[test]
+    fn int8_gets_integer_dot_tiles_where_the_device_has_int_dot_but_never_on_mali() {
+        let mut desktop = nvidia();
+        desktop.float_atomic_add = true;
+        let tiles: Vec<_> = catalogue()
+            .into_iter()
+            .filter(|k| k.precision == Precision::Int8 && k.family == Family::Tiled)
+            .collect();
+        assert!(tiles.len() >= 4, "{} int8 tiles", tiles.len());
+        // A small-grid tile (32 token rows) and a split-K one are among them.
+        assert!(tiles.iter().any(|k| k.tile_m <= 32 && k.split_k == 1));
+        assert!(tiles.iter().any(|k| k.split_k > 1));
+        for k in &tiles {
+            let want = if k.split_k > 1 {
+                GEMM_TILED_SPLITK_INT8
+            } else {
+                GEMM_TILED_INT8
+            };
+            assert!(std::ptr::eq(k.spirv, want), "{}", k.name);
+            assert!(!k.llama_like, "{}", k.name);
+            // One block of packed int8 and its scale per row, twice: 128x128 stages 18 KiB.
+            assert_eq!(k.shared_bytes, 2 * (k.tile_m + k.tile_n) * 36, "{}", k.name);
+            assert_eq!(k.unsupported_reason(&desktop), None, "{}", k.name);
+            let on_mali = k.unsupported_reason(&mali()).unwrap_or_default();
+            assert!(on_mali.contains("spills on Mali"), "{}: {on_mali}", k.name);
+        }
+        let mut no_dot = desktop;
+        no_dot.int8_dot = false;
+        let k = find("tiled-64x64", Precision::Int8).expect("an int8 tile");
+        assert!(k
+            .unsupported_reason(&no_dot)
+            .unwrap()
+            .contains("shaderIntegerDotProduct"));
+        assert_eq!(k.shared_bytes, 2 * 128 * 36);
+    }
+
+    #[test]
     fn split_k_needs_float_atomics() {
         let k = find("tiled-128x64-split2", Precision::Fp32).expect("in the catalogue");
         let mut dev = nvidia();
@@ -861,6 +1051,150 @@ mod tests {
             .unsupported_reason(&mali())
             .unwrap();
         assert!(skipped.contains("34 spills, 78 fills"), "{skipped}");
+    }
+
+    /// The split a "-splitcu" variant resolves to on one of Qwen2.5-3B's GEMMs.
+    fn split_on(kernel: &str, gemm: &str, ubatch: u32, compute_units: u32) -> u32 {
+        let layer = crate::bench::model::preset("Qwen2.5-3B").unwrap().layer();
+        let g = layer.iter().find(|g| g.name == gemm).unwrap();
+        let k = find(kernel, Precision::Fp32).unwrap();
+        k.for_shape(ubatch, g.n, g.k, Some(compute_units)).split_k
+    }
+
+    #[test]
+    fn qwen_3b_o_and_down_split_until_every_one_of_132_compute_units_has_a_workgroup() {
+        // o and down have 2048 outputs: 16 tiles of 128 or 32 of 64; ubatch 64 is one 64-row
+        // token tile, 512 eight of them (four of 128, sixteen of 32).
+        for gemm in ["o", "down"] {
+            // 16 workgroups: 8 slices give 128 < 132, so 16.
+            assert_eq!(split_on("tiled-64x128-splitcu", gemm, 64, 132), 16);
+            // 32 workgroups: 4 give 128, so 8.
+            assert_eq!(split_on("tiled-64x64-splitcu", gemm, 64, 132), 8);
+            assert_eq!(split_on("tiled-32x128-splitcu", gemm, 64, 132), 8);
+            assert_eq!(split_on("tiled-128x64-splitcu", gemm, 64, 132), 8);
+            // 128 workgroups at 512: one more slice each.
+            assert_eq!(split_on("tiled-64x128-splitcu", gemm, 512, 132), 2);
+            assert_eq!(split_on("tiled-128x64-splitcu", gemm, 512, 132), 2);
+            // 256 and 512 workgroups already cover 132 units: no split.
+            assert_eq!(split_on("tiled-64x64-splitcu", gemm, 512, 132), 1);
+            assert_eq!(split_on("tiled-32x128-splitcu", gemm, 512, 132), 1);
+        }
+    }
+
+    #[test]
+    fn qwen_3b_o_and_down_are_not_split_for_16_compute_units() {
+        // Their smallest grid here, 16 workgroups, already has one per unit.
+        for gemm in ["o", "down"] {
+            for ubatch in [64, 512] {
+                for kernel in [
+                    "tiled-64x128-splitcu",
+                    "tiled-64x64-splitcu",
+                    "tiled-32x128-splitcu",
+                    "tiled-128x64-splitcu",
+                ] {
+                    assert_eq!(
+                        split_on(kernel, gemm, ubatch, 16),
+                        1,
+                        "{kernel} {gemm} {ubatch}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_is_a_power_of_two_of_at_most_16_and_no_more_than_the_k_steps() {
+        assert_eq!(split_for_compute_units(1, 1000, 132), 16);
+        assert_eq!(split_for_compute_units(3, 1000, 16), 8);
+        assert_eq!(split_for_compute_units(200, 1000, 132), 1);
+        // Five K steps: four slices at most (the next power of two would leave slices empty).
+        assert_eq!(split_for_compute_units(1, 5, 132), 4);
+        assert_eq!(split_for_compute_units(1, 1, 132), 1);
+        assert_eq!(split_for_compute_units(0, 0, 132), 1);
+    }
+
+    #[test]
+    fn a_splitcu_variant_is_resolved_to_a_split_k_pipeline_per_shape() {
+        let k = find("tiled-64x128-splitcu", Precision::Fp32).unwrap();
+        // 2048 outputs at ubatch 64 on 132 units: 16 slices, the split-K build, constant 6.
+        let r = k.for_shape(64, 2048, 2048, Some(132));
+        assert_eq!((r.split_k, r.spec[6]), (16, 16));
+        assert!(std::ptr::eq(r.spirv, GEMM_TILED_SPLITK_F32));
+        assert!(!r.split_from_cus);
+        assert_eq!(
+            (r.name.as_str(), r.tile_m, r.tile_n),
+            (k.name.as_str(), 64, 128)
+        );
+        assert!(r.contract_holds());
+        // No split needed: the guarded build, which writes C without atomics or a clear.
+        let r = k.for_shape(512, 11008, 2048, Some(132));
+        assert_eq!((r.split_k, r.spec[6]), (1, 1));
+        assert!(std::ptr::eq(r.spirv, GEMM_TILED_F32));
+        // K = 32 is two steps of 16: two slices however few the workgroups.
+        assert_eq!(k.for_shape(1, 128, 32, Some(132)).split_k, 2);
+        // Fixed kernels pass through unchanged.
+        let fixed = find("tiled-64x128-split4", Precision::Fp32).unwrap();
+        assert!(matches!(
+            fixed.for_shape(64, 2048, 2048, Some(132)),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn splitcu_variants_are_offered_only_where_the_compute_units_are_known() {
+        let mut dev = nvidia();
+        dev.float_atomic_add = true;
+        let k = find("tiled-32x128-splitcu", Precision::Fp32).unwrap();
+        let why = k.unsupported_reason(&dev).unwrap();
+        assert!(why.contains("compute-unit count"), "{why}");
+        dev.compute_units = Some(132);
+        assert_eq!(k.unsupported_reason(&dev), None);
+        // They add partial sums atomically like any split-K kernel.
+        dev.float_atomic_add = false;
+        assert!(k.unsupported_reason(&dev).unwrap().contains("AtomicAdd"));
+        // And Mali keeps its lab rule whatever it reports.
+        let mut mali = mali();
+        mali.compute_units = Some(4);
+        mali.float_atomic_add = true;
+        assert!(k
+            .unsupported_reason(&mali)
+            .unwrap()
+            .contains("spills on Mali"));
+    }
+
+    #[test]
+    fn fp32_gets_the_small_grid_tiles_after_its_existing_guesses() {
+        let fp32: Vec<String> = catalogue()
+            .into_iter()
+            .filter(|k| k.precision == Precision::Fp32)
+            .map(|k| k.name)
+            .collect();
+        let at = |name: &str| {
+            fp32.iter()
+                .position(|n| n == name)
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        let last_old = at("llama-128x128");
+        for name in [
+            "tiled-64x64",
+            "tiled-32x128",
+            "tiled-64x128-split4",
+            "tiled-64x64-split4",
+            "tiled-32x128-split4",
+            "tiled-32x128-split8",
+            "tiled-16x128-split4",
+            "tiled-16x128-split8",
+            "tiled-128x64-splitcu",
+            "tiled-64x128-splitcu",
+            "tiled-64x64-splitcu",
+            "tiled-32x128-splitcu",
+        ] {
+            // Screened after the old ones, so a budget that ends early screens what it did.
+            assert!(
+                at(name) > last_old,
+                "{name} screens before the existing fp32 guesses"
+            );
+        }
     }
 
     #[test]

@@ -57,7 +57,7 @@ fn header(o: &mut String, r: &Report, style: Style) {
     let yn = |b: bool| if b { "yes" } else { "no" };
     let _ = writeln!(
         o,
-        "  fp16 {} | int8 dot {}{} | float atomics {} | subgroup {} | shared memory {} KiB | timestamps {}",
+        "  fp16 {} | int8 dot {}{} | float atomics {} | subgroup {} | shared memory {} KiB | compute units {} | timestamps {}",
         yn(d.fp16),
         yn(d.int8_dot),
         if d.int8_dot && !d.int8_dot_accelerated {
@@ -68,6 +68,8 @@ fn header(o: &mut String, r: &Report, style: Style) {
         yn(d.float_atomic_add),
         d.subgroup_size,
         d.max_shared_memory / 1024,
+        d.compute_units
+            .map_or_else(|| "unknown".to_string(), |n| n.to_string()),
         yn(d.timestamp_period_ns.is_some())
     );
     if r.devices.len() > 1 {
@@ -310,7 +312,7 @@ fn best_kernels(o: &mut String, r: &Report, style: Style) {
                     p,
                     g,
                     b.shape,
-                    b.kernel,
+                    b.kernel_label(),
                     fmt_rate(b.gflops.unwrap_or(0.0)),
                     b.efficiency
                         .map(|e| format!("{:.0}%", e * 100.0))

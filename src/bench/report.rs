@@ -85,6 +85,20 @@ pub struct Screen {
     pub efficiency: Option<f64>,
     pub max_error: Option<f64>,
     pub tolerance: f64,
+    /// The K split a "-splitcu" kernel resolved to on this shape (from the device's compute
+    /// units); absent for every other kernel, whose split is in its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_k: Option<u32>,
+}
+
+impl Screen {
+    /// The kernel as the human output names it: with the split a "-splitcu" kernel ran with.
+    pub fn kernel_label(&self) -> String {
+        match self.split_k {
+            Some(split) => format!("{} ({split})", self.kernel),
+            None => self.kernel.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

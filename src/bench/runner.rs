@@ -3,6 +3,7 @@
 //! (many dispatches per command buffer, a barrier between dependent dispatches, several command
 //! buffers recorded and alive before they are submitted one `vkQueueSubmit` each).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::time::Instant;
@@ -65,8 +66,16 @@ impl StackJob<'_> {
     }
 }
 
+/// One pipeline per SPIR-V and set of spec constants: a "-splitcu" variant keeps its name
+/// across shapes but builds a pipeline per split it resolves to (see KernelSpec::for_shape).
 fn key(spec: &KernelSpec) -> String {
-    format!("{}/{}", spec.precision.name(), spec.name)
+    format!(
+        "{}/{}/{:p}/{:?}",
+        spec.precision.name(),
+        spec.name,
+        spec.spirv.as_ptr(),
+        spec.spec
+    )
 }
 
 impl<'g> Runner<'g> {
@@ -77,6 +86,12 @@ impl<'g> Runner<'g> {
             pipelines: HashMap::new(),
             queries: None,
         })
+    }
+
+    /// The kernel as built and dispatched on this bound shape: a "-splitcu" variant gets the
+    /// split this device's compute units need for it.
+    fn for_shape<'s>(&self, spec: &'s KernelSpec, g: &Bound) -> Cow<'s, KernelSpec> {
+        spec.for_shape(g.m, g.n, g.ldk, self.gpu.info.compute_units)
     }
 
     pub fn timestamps(&self) -> bool {
@@ -176,6 +191,8 @@ impl<'g> Runner<'g> {
         g: &Bound,
         reps: usize,
     ) -> Result<Vec<f64>, VkError> {
+        let shaped = self.for_shape(spec, g);
+        let spec = shaped.as_ref();
         let pipe = self.pipeline(spec)?.handle();
         if self.timestamps() {
             let probe = self.timed_dispatches(pipe, spec, g, 0, 1)?[0];
@@ -210,9 +227,13 @@ impl<'g> Runner<'g> {
         if items.is_empty() || reps == 0 {
             return Ok(vec![Vec::new(); items.len()]);
         }
+        let shaped: Vec<KernelSpec> = items
+            .iter()
+            .map(|(spec, g)| self.for_shape(spec, g).into_owned())
+            .collect();
         let mut batch = Vec::with_capacity(items.len());
-        for (spec, g) in items {
-            batch.push((self.pipeline(spec)?.handle(), *spec, *g));
+        for (spec, (_, g)) in shaped.iter().zip(items) {
+            batch.push((self.pipeline(spec)?.handle(), spec, *g));
         }
         self.time_pipelines(&batch, warm, reps)
     }
@@ -285,6 +306,16 @@ impl<'g> Runner<'g> {
         ubatch: u32,
         inject: &Injector,
     ) -> Result<StackTiming, VkError> {
+        let shaped: Vec<Cow<KernelSpec>> = items
+            .iter()
+            .map(|(spec, g)| self.for_shape(spec, g))
+            .collect();
+        let items: Vec<(&KernelSpec, Bound)> = shaped
+            .iter()
+            .zip(items)
+            .map(|(spec, (_, g))| (spec.as_ref(), *g))
+            .collect();
+        let items = items.as_slice();
         let mut pipes = Vec::with_capacity(items.len());
         for (spec, _) in items {
             pipes.push(self.pipeline(spec)?.handle());

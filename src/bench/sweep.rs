@@ -470,6 +470,8 @@ impl Sweep<'_, '_> {
         let (p, g, ub) = (layer.p, &layer.run[gi], ops.ub);
         let mut s = screen_skipped(p, spec, g, "");
         s.reason = None;
+        let b = &ops.bounds[gi];
+        s.split_k = resolved_split(spec, (b.m, b.n, b.ldk), self.runner.gpu.info.compute_units);
         self.diagnose(spec);
         // Slow devices get one timed run; the check run doubles as the warm-up.
         let reps = if self.plan.size == Size::Quick || self.runner.gpu.info.is_cpu() {
@@ -1039,6 +1041,17 @@ pub fn rank_variants(variants: &[KernelSpec], screens: &[Screen], p: Precision) 
         .collect()
 }
 
+/// The split a "-splitcu" kernel runs with on a bound shape (what the runner resolves it to),
+/// for the screen's record; None for every other kernel.
+fn resolved_split(
+    spec: &KernelSpec,
+    (m, n, ldk): (u32, u32, u32),
+    compute_units: Option<u32>,
+) -> Option<u32> {
+    spec.split_from_cus
+        .then(|| spec.for_shape(m, n, ldk, compute_units).split_k)
+}
+
 fn screen_skipped(p: Precision, spec: &KernelSpec, g: &Gemm, reason: &str) -> Screen {
     Screen {
         precision: p,
@@ -1054,6 +1067,7 @@ fn screen_skipped(p: Precision, spec: &KernelSpec, g: &Gemm, reason: &str) -> Sc
         efficiency: None,
         max_error: None,
         tolerance: p.tolerance(),
+        split_k: None,
     }
 }
 
@@ -1508,6 +1522,24 @@ mod tests {
             ubatch_over_limit(8192, &narrow, &HashMap::new(), 4 * mib),
             None
         );
+    }
+
+    #[test]
+    fn a_splitcu_screen_records_the_split_it_ran_with_and_others_none() {
+        let cu = kernels::find("tiled-64x128-splitcu", Precision::Fp32).unwrap();
+        // o at ubatch 64 on an H200: 16 workgroups, 16 slices; at 512 two.
+        assert_eq!(resolved_split(&cu, (64, 2048, 2048), Some(132)), Some(16));
+        assert_eq!(resolved_split(&cu, (512, 2048, 2048), Some(132)), Some(2));
+        let fixed = kernels::find("tiled-64x128-split4", Precision::Fp32).unwrap();
+        assert_eq!(resolved_split(&fixed, (64, 2048, 2048), Some(132)), None);
+        let mut s = screened(&cu, &tiny()[0], Status::Ok, Some(1.0));
+        assert_eq!(s.kernel_label(), "tiled-64x128-splitcu");
+        s.split_k = Some(16);
+        assert_eq!(s.kernel_label(), "tiled-64x128-splitcu (16)");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["split_k"], 16);
+        s.split_k = None;
+        assert!(serde_json::to_value(&s).unwrap().get("split_k").is_none());
     }
 
     #[test]

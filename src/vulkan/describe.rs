@@ -5,7 +5,7 @@ use std::ffi::{c_char, CStr};
 
 use ash::vk;
 
-use super::info::{DeviceInfo, Nanos, ShaderCores};
+use super::info::{compute_units, CoreCounts, DeviceInfo, Nanos, ShaderCores};
 
 /// What opening the device needs to know beyond the description: which features come from
 /// extensions rather than the core API.
@@ -87,11 +87,15 @@ pub(super) fn describe(
         let has_core_builtins_ext = has_ext(&exts, ash::arm::shader_core_builtins::NAME);
         let pipeline_statistics = has_ext(&exts, ash::khr::pipeline_executable_properties::NAME);
         let has_atomic_float_ext = has_ext(&exts, ash::ext::shader_atomic_float::NAME);
+        let has_sm_builtins_ext = has_ext(&exts, ash::nv::shader_sm_builtins::NAME);
+        let has_amd_cores_ext = has_ext(&exts, ash::amd::shader_core_properties::NAME);
 
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
         let mut dot_props = vk::PhysicalDeviceShaderIntegerDotProductProperties::default();
         let mut cores = vk::PhysicalDeviceShaderCoreBuiltinsPropertiesARM::default();
+        let mut sms = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+        let mut amd_cores = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
         let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
         if has_driver_props {
             props2 = props2.push_next(&mut driver);
@@ -101,6 +105,12 @@ pub(super) fn describe(
         }
         if has_core_builtins_ext {
             props2 = props2.push_next(&mut cores);
+        }
+        if has_sm_builtins_ext {
+            props2 = props2.push_next(&mut sms);
+        }
+        if has_amd_cores_ext {
+            props2 = props2.push_next(&mut amd_cores);
         }
         instance.get_physical_device_properties2(pd, &mut props2);
         let props = props2.properties;
@@ -129,6 +139,16 @@ pub(super) fn describe(
         let timestamps = compute_ts && props.limits.timestamp_compute_and_graphics == vk::TRUE;
         let shader_float16 = f16_ok && f16.shader_float16 == vk::TRUE;
         let int8_dot = int_dot_ok && dot.shader_integer_dot_product == vk::TRUE;
+
+        let counts = CoreCounts {
+            nv_sms: has_sm_builtins_ext.then_some(sms.shader_sm_count),
+            amd: has_amd_cores_ext.then_some((
+                amd_cores.shader_engine_count,
+                amd_cores.shader_arrays_per_engine_count,
+                amd_cores.compute_units_per_shader_array,
+            )),
+            arm_cores: has_core_builtins_ext.then_some(cores.shader_core_count),
+        };
 
         let info = DeviceInfo {
             index,
@@ -170,6 +190,7 @@ pub(super) fn describe(
                 core_count: cores.shader_core_count,
                 warps_per_core: cores.shader_warps_per_core,
             }),
+            compute_units: compute_units(&counts),
             shader_float16,
             shader_int8: f16_ok && f16.shader_int8 == vk::TRUE,
             integer_dot_product: int8_dot,

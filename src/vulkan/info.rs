@@ -42,6 +42,11 @@ pub struct DeviceInfo {
     pub pipeline_statistics: bool,
     /// VK_ARM_shader_core_builtins: (core mask, core count, warps per core), when exposed.
     pub shader_cores: Option<ShaderCores>,
+    /// Compute units (NVIDIA SMs, AMD CUs, Arm shader cores) where a vendor extension says how
+    /// many (see [`compute_units`]); None otherwise (lavapipe). Sizes the split-K of the
+    /// "-splitcu" kernels. Absent from inventories saved before it existed.
+    #[serde(default)]
+    pub compute_units: Option<u32>,
     /// The shaderFloat16 feature alone (doctor's field; [`DeviceInfo::fp16`] also needs
     /// 16-bit storage).
     pub shader_float16: bool,
@@ -85,6 +90,35 @@ impl DeviceInfo {
     pub fn tick_ns(&self) -> Option<f32> {
         self.timestamp_period_ns.map(|p| p.0)
     }
+}
+
+/// The vendor extensions' compute-unit figures for one device, each None where the driver does
+/// not expose that extension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreCounts {
+    /// VK_NV_shader_sm_builtins: shaderSMCount.
+    pub nv_sms: Option<u32>,
+    /// VK_AMD_shader_core_properties: (shaderEngineCount, shaderArraysPerEngineCount,
+    /// computeUnitsPerShaderArray).
+    pub amd: Option<(u32, u32, u32)>,
+    /// VK_ARM_shader_core_builtins: shaderCoreCount (VK_ARM_shader_core_properties gives only
+    /// per-core rates, no count).
+    pub arm_cores: Option<u32>,
+}
+
+/// The device's compute-unit count from whichever vendor extension gives one: NVIDIA's SMs,
+/// AMD's engines x arrays x CUs per array, Arm's shader cores. A zero (a driver filling the
+/// struct without knowing) counts as not given, since a split sized for 0 units means nothing.
+pub fn compute_units(c: &CoreCounts) -> Option<u32> {
+    let nonzero = |v: u32| (v > 0).then_some(v);
+    c.nv_sms
+        .and_then(nonzero)
+        .or_else(|| {
+            c.amd
+                .and_then(|(e, a, u)| e.checked_mul(a)?.checked_mul(u))
+                .and_then(nonzero)
+        })
+        .or_else(|| c.arm_cores.and_then(nonzero))
 }
 
 /// `VkDriverId` name of Mesa panvk.
@@ -237,6 +271,50 @@ mod tests {
         let err = pick_device(&list, Some("l")).unwrap_err();
         assert!(err.contains("several"), "{err}");
         assert!(pick_device(&[], None).is_err());
+    }
+
+    #[test]
+    fn compute_units_come_from_whichever_vendor_extension_gives_them() {
+        let none = CoreCounts::default();
+        assert_eq!(compute_units(&none), None, "lavapipe exposes none of them");
+        let h200 = CoreCounts {
+            nv_sms: Some(132),
+            ..none
+        };
+        assert_eq!(compute_units(&h200), Some(132));
+        // An RX 7900 XTX: 6 engines x 2 arrays x 8 CUs.
+        let navi = CoreCounts {
+            amd: Some((6, 2, 8)),
+            ..none
+        };
+        assert_eq!(compute_units(&navi), Some(96));
+        let g610 = CoreCounts {
+            arm_cores: Some(4),
+            ..none
+        };
+        assert_eq!(compute_units(&g610), Some(4));
+        // A zero anywhere is a driver that does not know, not a device without units.
+        let zeros = CoreCounts {
+            nv_sms: Some(0),
+            amd: Some((6, 0, 8)),
+            arm_cores: Some(0),
+        };
+        assert_eq!(compute_units(&zeros), None);
+        let fallback = CoreCounts {
+            nv_sms: Some(0),
+            arm_cores: Some(10),
+            ..none
+        };
+        assert_eq!(compute_units(&fallback), Some(10));
+    }
+
+    #[test]
+    fn an_inventory_saved_before_compute_units_existed_still_reads() {
+        let d = dev(1, "Mali-G610", "integrated-gpu", "MESA_PANVK");
+        let mut json: serde_json::Value = serde_json::to_value(&d).unwrap();
+        json.as_object_mut().unwrap().remove("compute_units");
+        let back: DeviceInfo = serde_json::from_value(json).unwrap();
+        assert_eq!(back.compute_units, None);
     }
 
     #[test]

@@ -268,7 +268,17 @@ mod tests {
             .iter()
             .any(|e| e.contains("not needed") || e.contains("has not needed")));
         assert!(f.summary.contains("fp16 yes") && f.summary.contains("shared memory 32 KiB"));
+        assert!(f.summary.contains("compute units unknown"), "{}", f.summary);
         assert!(!f.evidence.iter().any(|e| e.contains("has not checked")));
+        // A driver exposing VK_ARM_shader_core_builtins gives the G610's four cores.
+        let mut cores = panvk("Mesa 26.2.0");
+        cores.compute_units = Some(4);
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![cores],
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert!(f.summary.contains("compute units 4"), "{}", f.summary);
         inv.live_facts.vulkan = Some(VulkanProbe {
             error: None,
             devices: vec![panvk("Mesa 26.3.0")],

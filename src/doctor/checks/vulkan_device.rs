@@ -31,12 +31,14 @@ fn yes(b: bool) -> &'static str {
 
 fn features(d: &DeviceInfo) -> String {
     format!(
-        "fp16 {}, int8 {}, int dot {}, subgroup {}, shared memory {} KiB",
+        "fp16 {}, int8 {}, int dot {}, subgroup {}, shared memory {} KiB, compute units {}",
         yes(d.shader_float16),
         yes(d.shader_int8),
         yes(d.integer_dot_product),
         d.subgroup_size,
-        d.max_compute_shared_memory / 1024
+        d.max_compute_shared_memory / 1024,
+        d.compute_units
+            .map_or_else(|| "unknown".to_string(), |n| n.to_string())
     )
 }
 
