@@ -30,60 +30,8 @@ IFS=, read -r -a tiles <<<"$2"
 IFS=, read -r -a shaders <<<"$3"
 rows="${4:-4096}"
 
-# {BLOCK_SIZE, BM, BN, BK, WM, WN, WMITER, TM, TN, TK, WARP} for family
-# mm (float A, BK 16), mmq (quantised A, BK 32), int (mul_mmq), int_k (mul_mmq,
-# k-quants). Values: ggml-vulkan.cpp ggml_vk_load_shaders, non-coopmat branch,
-# subgroup size 16 (upstream) and patches/llama.cpp/0001 (mali-*).
-tile_spec() {
-    case "$1:$2" in
-        up-l:mm) echo "128 128 128 16 32 64 2 4 4 1 16" ;;
-        up-l:mmq | up-l:int) echo "128 128 128 32 32 64 2 4 4 1 16" ;;
-        up-l:int_k) echo "128 128 128 32 32 64 1 4 4 1 16" ;;
-        up-m:mm) echo "128 64 64 16 16 32 2 4 2 1 16" ;;
-        up-m:mmq) echo "128 64 64 32 16 32 2 4 2 1 16" ;;
-        up-m:int) echo "128 64 64 32 16 32 2 2 2 1 16" ;;
-        up-m:int_k) echo "128 64 64 32 16 32 1 2 2 1 16" ;;
-        up-s:mm) echo "32 32 32 16 32 32 2 2 2 1 16" ;;
-        up-s:mmq) echo "32 32 32 32 32 32 2 2 2 1 16" ;;
-        up-s:int) echo "32 32 32 32 32 32 2 2 1 1 16" ;;
-        up-s:int_k) echo "32 32 32 32 32 32 1 2 1 1 16" ;;
-        mali-m:mm | mali-m:mmq) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
-        mali-m:int | mali-m:int_k) echo "512 64 64 32 16 8 1 2 2 1 16" ;;
-        mali-s:mm) echo "64 32 32 16 16 16 2 2 2 1 16" ;;
-        mali-s:mmq) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
-        mali-s:int | mali-s:int_k) echo "128 32 32 32 16 8 1 2 2 1 16" ;;
-        # candidates measured while choosing the patch's tiles (16 accumulators
-        # for the int-dot shaders: they still spill, hence 8 in the patch)
-        x-m-16:*) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
-        x-m-w1:*) echo "256 64 64 32 16 16 1 2 2 1 16" ;;
-        x-s-16:*) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
-        x-s-w1:*) echo "64 32 32 32 16 16 1 2 2 1 16" ;;
-        *) die "unknown tile '$1' for $2 (up-l up-m up-s mali-m mali-s x-m-16 x-m-w1 x-s-16 x-s-w1)" ;;
-    esac
-}
-# shader -> "file family quant_type_id" (type id -1: no MmTypeA constant)
-shader_file() {
-    case "$1" in
-        f16) echo "matmul_f16_f32_f16acc.spv mm -1" ;;
-        f32) echo "matmul_f32_f32.spv mm -1" ;;
-        q4_0) echo "matmul_quant_f32_f16acc.spv mmq 2" ;;
-        q8_0) echo "matmul_quant_f32_f16acc.spv mmq 8" ;;
-        q4_k) echo "matmul_quant_f32_f16acc.spv mmq 12" ;;
-        q6_k) echo "matmul_quant_f32_f16acc.spv mmq 14" ;;
-        q4_0i) echo "matmul_q4_0_q8_1.spv int -1" ;;
-        q8_0i) echo "matmul_q8_0_q8_1.spv int -1" ;;
-        q4_ki) echo "matmul_q4_k_q8_1.spv int_k -1" ;;
-        q6_ki) echo "matmul_q6_k_q8_1.spv int_k -1" ;;
-        # GGML_VK_DISABLE_F16=1 (or a device without fp16): the *_fp32 builds
-        f16-fp32) echo "matmul_f16_f32_fp32.spv mm -1" ;;
-        q4_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 2" ;;
-        q8_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 8" ;;
-        q4_k-fp32) echo "matmul_quant_f32_fp32.spv mmq 12" ;;
-        q4_0i-fp32) echo "matmul_q4_0_q8_1_fp32.spv int -1" ;;
-        q4_ki-fp32) echo "matmul_q4_k_q8_1_fp32.spv int_k -1" ;;
-        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32)" ;;
-    esac
-}
+# tile_spec and shader_file: ggml-tiles.sh (throughput-report.sh --ggml uses them too).
+. "$LAB_DIR/ggml-tiles.sh"
 
 for sh in "${shaders[@]}"; do
     read -r file family qtype <<<"$(shader_file "$sh")"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Spill table for rvl's own smoke-bench kernels on panvk (Mesa 26.1.6, G610):
+# Spill table for rvl's own smoke-bench kernels on panvk (G610):
 #
-#   scripts/panvk-lab/rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]
+#   scripts/panvk-lab/rvl-kernels-report.sh [--native stock|patched] SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]
+#
+# --native: the natively built Mesa 26.2 (build-mesa.sh, native-run.sh; seconds per spilling
+# shader) instead of Debian's 26.1.6 under qemu (minutes); the same as PANVK_LAB_NATIVE=...
+# for spill-report.sh.
 #
 # FAMILIES: reg (the Mali register-blocked kernels, seconds each), peak (the
 # peak-FLOPS loops), probe (probe_spill.comp, built to spill at NACC=128 and not at 8),
@@ -12,17 +16,22 @@
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
 #   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
 #              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
-#   tiled-*    (gemm_tiled_f32, the fp16/q4_0 builds gemm_tiled_f16/_q4_0 with their
-#              _peeled/_splitk forms, and gemm_tiled_int8/_splitk_int8 with BK = 32, one
-#              block): spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid
-#              (ceil(M/BM), ceil(N/BN), SPLIT). The -splitcu variants are the _splitk build
-#              with a split chosen per shape; the lab has no compute-unit count, so no row. Not Mali kernels (kernels.rs skips every non-llama
-#              tile there); the rows record what they would cost.
+#   tiled-*    (gemm_tiled_{f32,f16,q4_0}.spv and their _peeled/_splitk forms): spec
+#              {threads, BM, BN, BK, TM, TN, SPLIT}, grid (ceil(M/BM), ceil(N/BN), SPLIT).
+#              The shapes of kernels.rs low_precision_tiles, for each of fp32, fp16 and q4_0
+#              (the fp32 catalogue's own tiles are among them), and llama-64x64/128x128 (fp32).
+#              Not Mali kernels (kernels.rs skips every non-llama tile there); the rows record
+#              what they would cost.
 # Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
 #   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-[ $# -ge 1 ] || die "usage: rvl-kernels-report.sh SHADER_DIR [TOKENS] [OUTPUTS]"
+if [ "${1:-}" = --native ]; then
+    [ $# -ge 2 ] || die "--native needs stock or patched"
+    export PANVK_LAB_NATIVE="$2"
+    shift 2
+fi
+[ $# -ge 1 ] || die "usage: rvl-kernels-report.sh [--native stock|patched] SHADER_DIR [TOKENS] [OUTPUTS] [FAMILIES]"
 dir="$1"
 M="${2:-512}"
 N="${3:-4096}"
@@ -38,14 +47,26 @@ reg() { # name file wx wy tm tn [kchunk]
         printf '%s\t%s\t%s\n' "$name" "$file" "$rest"
     done
 }
-tiled() { # name bm bn bk tm tn [file [split]]
-    local name=$1 bm=$2 bn=$3 bk=$4 tm=$5 tn=$6 file=${7:-gemm_tiled_f32.spv} split=${8:-1}
+tiled() { # name bm bn bk tm tn [form [precision]]; form guarded, peeled or splitN
+    local name=$1 bm=$2 bn=$3 bk=$4 tm=$5 tn=$6 form=${7:-guarded} p=${8:-f32} file split=1
+    case "$form" in
+        guarded) file="gemm_tiled_$p.spv" ;;
+        peeled) file="gemm_tiled_peeled_$p.spv" ;;
+        split*) file="gemm_tiled_splitk_$p.spv" split=${form#split} ;;
+        *) die "unknown tile form $form" ;;
+    esac
     [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
-    local threads=$(((bm / tm) * (bn / tn)))
-    "$LAB_DIR/spill-report.sh" "$dir/$file" --spec "0=$threads" --spec "1=$bm" --spec "2=$bn" \
+    local threads=$(((bm / tm) * (bn / tn))) out
+    # The split-K build adds partial sums with atomicAdd on floats; panvk has no
+    # shaderBufferFloat32AtomicAdd, and Mesa aborts compiling it (kernels.rs never offers those
+    # there), so a failed compile is a row, not the end of the table.
+    if ! out=$("$LAB_DIR/spill-report.sh" "$dir/$file" --spec "0=$threads" --spec "1=$bm" --spec "2=$bn" \
         --spec "3=$bk" --spec "4=$tm" --spec "5=$tn" --spec "6=$split" \
-        --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),$split" --row |
-        while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done
+        --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),$split" --row 2>/dev/null); then
+        printf '%s\t%s\tcompile failed\n' "$name" "$file"
+        return
+    fi
+    while IFS=$'\t' read -r _ _ rest; do printf '%s\t%s\t%s\n' "$name" "$file" "$rest"; done <<<"$out"
 }
 
 if [[ "$families" == *,reg,* ]]; then
@@ -89,25 +110,30 @@ if [[ "$families" == *,probe,* ]]; then
     fixed probe-spill-8 probe_spill.spv 128 86 8
 fi
 if [[ "$families" == *,tiled,* ]]; then
-tiled tiled-128x128 128 128 16 8 8
-tiled tiled-64x128 64 128 16 8 8
-tiled tiled-128x64 128 64 16 8 8
+# kernels.rs low_precision_tiles, in its order: name bm bn bk tm tn form.
+tiles=(
+    "tiled-128x128 128 128 16 8 8 guarded"
+    "tiled-64x128 64 128 16 8 8 guarded"
+    "tiled-128x64 128 64 16 8 8 guarded"
+    "tiled-64x64 64 64 16 4 8 guarded"
+    "tiled-32x128 32 128 16 4 8 guarded"
+    "tiled-128x128-k8-peeled 128 128 8 8 8 peeled"
+    "tiled-64x128-k8-peeled 64 128 8 8 8 peeled"
+    "tiled-128x64-split2 128 64 16 8 8 split2"
+    "tiled-64x128-split2 64 128 16 8 8 split2"
+    "tiled-64x128-split4 64 128 16 8 8 split4"
+    "tiled-64x64-split4 64 64 16 4 8 split4"
+    "tiled-32x128-split4 32 128 16 4 8 split4"
+    "tiled-32x128-split8 32 128 16 4 8 split8"
+    "tiled-16x128-split4 16 128 16 4 8 split4"
+    "tiled-16x128-split8 16 128 16 4 8 split8"
+)
+for p in f32 f16 q4_0; do
+    for t in "${tiles[@]}"; do
+        read -r name bm bn bk tm tn form <<<"$t"
+        tiled "$name-$p" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" "$p"
+    done
+done
 tiled llama-64x64 64 64 16 4 8
 tiled llama-128x128 128 128 8 8 16
-# The fp16 and q4_0 tiles (kernels.rs low_precision_tiles): one row per build and loop form.
-for p in f16 q4_0; do
-    tiled "tiled-128x128-$p" 128 128 16 8 8 "gemm_tiled_$p.spv"
-    tiled "tiled-32x128-$p" 32 128 16 4 8 "gemm_tiled_$p.spv"
-    tiled "tiled-128x128-k8-peeled-$p" 128 128 8 8 8 "gemm_tiled_peeled_$p.spv"
-    tiled "tiled-64x128-split4-$p" 64 128 16 8 8 "gemm_tiled_splitk_$p.spv" 4
-done
-# fp32's small-grid tiles (kernels.rs fp32_kernels, after the llama pair).
-tiled tiled-64x64 64 64 16 4 8
-tiled tiled-32x128 32 128 16 4 8
-tiled tiled-16x128-split8 16 128 16 4 8 gemm_tiled_splitk_f32.spv 8
-# The int8 integer-dot tiles (kernels.rs int8_tiles): BK is one block of 32.
-tiled tiled-128x128-int8 128 128 32 8 8 gemm_tiled_int8.spv
-tiled tiled-64x64-int8 64 64 32 4 8 gemm_tiled_int8.spv
-tiled tiled-32x128-int8 32 128 32 4 8 gemm_tiled_int8.spv
-tiled tiled-32x128-split8-int8 32 128 32 4 8 gemm_tiled_splitk_int8.spv 8
 fi

@@ -2,11 +2,13 @@
 # Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
 # (native lab build, docs/panvk-lab.md "Throughput model"):
 #
-#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX] [--rust]
+#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR] [--only REGEX] [--rust]
 #
-# For rvl's peak loops and Mali GEMM kernels (and with --vkpeak, vkpeak's fp32/fp16/int8 loops
-# compiled by hand into DIR/vkpeak_*.spv; see the doc), it compiles each pipeline with
-# BIFROST_MESA_DEBUG=shaderdb,statsfull,shaders and prints one table row:
+# For rvl's peak loops and Mali GEMM kernels (with --vkpeak, vkpeak's fp32/fp16/int8 loops
+# compiled by hand into DIR/vkpeak_*.spv; with --ggml, llama.cpp's mul_mm f16/f32/q4_0 pipelines
+# with the patched Mali tiles mali-m/mali-s, DIR = ggml's vulkan-shaders.spv; see the doc), it
+# compiles each pipeline with
+# BIFROST_MESA_DEBUG=shaderdb,shaders and prints one table row:
 #   - Mesa's whole-shader unit cycles (VK_KHR_pipeline_executable_properties: FMA, CVT, SFU,
 #     ALU, Load/store) and the floor rvl smoke-bench shows from them (whole shader charged to
 #     one loop iteration);
@@ -16,22 +18,26 @@
 #   - GFLOP/s = FLOPs per thread per iteration / loop ALU cycles x 4 cores x 1 GHz, with
 #     ALU cycles = (FMA + CVT) / 64 + SFU / 16 / 4 (G610 rates, v10 issues one at a time).
 # Rows are cached like spill-report.sh's (key: shader, arguments, driver build, harness).
-# The harness runs with --no-robust: rvl's device leaves robustBufferAccess off, and with it on
-# Mesa adds bounds checks to each buffer access (other code, other counts).
+# The harness runs rvl's and vkpeak's rows with --no-robust: rvl's device leaves
+# robustBufferAccess off, and with it on Mesa adds bounds checks to each buffer access (other
+# code, other counts). ggml's rows keep it on, as ggml does (it enables every feature the device
+# reports, and its mul_mm pipelines do not opt out through VK_EXT_pipeline_robustness).
 # --rust prints the rvl rows as src/bench/throughput.rs LAB_LOOPS entries instead.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 variant=stock
 vkpeak=""
+ggml=""
 only="."
 rust=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) variant=patched; shift ;;
         --vkpeak) vkpeak="$2"; shift 2 ;;
+        --ggml) ggml="$2"; shift 2 ;;
         --only) only="$2"; shift 2 ;;
         --rust) rust=1; shift ;;
-        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--only REGEX]" ;;
+        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR] [--only REGEX] [--rust]" ;;
     esac
 done
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
@@ -45,16 +51,16 @@ driver="$(sha256sum <"$so" | cut -c1-16)"
 
 # name|shader|flops per thread per loop iteration|peak GFLOP/s of its arithmetic|harness args
 rows=(
-    "peak-fp32|$S/peak_f32.spv|256|512|--spec 0=256 --groups 16384,1,1"
-    "peak-fp16|$S/peak_f16.spv|256|1024|--spec 0=256 --groups 16384,1,1"
-    "peak-int8|$S/peak_int8.spv|1024|2048|--spec 0=256 --groups 16384,1,1"
+    "peak-fp32|$S/peak_f32.spv|256|512|--spec 0=256 --groups 16384,1,1 --no-robust"
+    "peak-fp16|$S/peak_f16.spv|256|1024|--spec 0=256 --groups 16384,1,1 --no-robust"
+    "peak-int8|$S/peak_int8.spv|1024|2048|--spec 0=256 --groups 16384,1,1 --no-robust"
 )
 # The Mali rows of src/bench/kernels.rs (0 spills), M = 512 tokens, N = 4096 outputs; work per
 # loop iteration as KernelSpec::flops_per_iteration counts it.
 reg() { # name shader tm tn flops_per_output peak [kchunk]
     local extra=""
     [ -n "${7:-}" ] && extra=" --spec 4=$7"
-    rows+=("$1|$S/$2|$(($5 * $3 * $4))|$6|--spec 0=16 --spec 1=4 --spec 2=$3 --spec 3=$4$extra --groups $((4096 / (16 * $4))),$((512 / (4 * $3))),1")
+    rows+=("$1|$S/$2|$(($5 * $3 * $4))|$6|--spec 0=16 --spec 1=4 --spec 2=$3 --spec 3=$4$extra --groups $((4096 / (16 * $4))),$((512 / (4 * $3))),1 --no-robust")
 }
 reg fp32-reg-4x4 gemm_reg_f32.spv 4 4 8 512
 reg fp32-reg-4x2 gemm_reg_f32.spv 4 2 8 512
@@ -72,7 +78,33 @@ if [ -n "$vkpeak" ]; then
     for v in fp32_p1:32:512 fp32_p1_dual:32:512 fp32_p4:128:512 fp32_p4_dual:128:512 \
         fp16_p1:32:1024 fp16_p4:128:1024 fp16_p4_dual:128:1024 int8_p4:128:2048 int8_p4_dual:128:2048; do
         IFS=: read -r n f pk <<<"$v"
-        rows+=("vkpeak-$n|$vkpeak/vkpeak_$n.spv|$f|$pk|--spec 0=4096 --spec 233=16 --groups 4096,1,1")
+        rows+=("vkpeak-$n|$vkpeak/vkpeak_$n.spv|$f|$pk|--spec 0=4096 --spec 233=16 --groups 4096,1,1 --no-robust")
+    done
+fi
+if [ -n "$ggml" ]; then
+    # llama.cpp's mul_mm (patches/llama.cpp 0001's Mali tiles; ggml-tiles.sh has the warptiles)
+    # at M = 4096 weight rows, ubatch 512: the aligned pipeline (spec 11) ggml picks when K is a
+    # multiple of the tile's K step, fp16 maths (f16acc) for f16 and q4_0 as ggml chooses on an
+    # fp16 device, fp32 accumulators for f32 (its shared memory holds fp16 even so).
+    # One loop iteration is one BK step of K: each thread owns WMITER*TM * WNITER*TN = WM*WN/WARP
+    # outputs (WNITER = WM*WN / (WARP*TM*TN*WMITER), mul_mm.comp) and does BK multiply-adds into
+    # each: FLOP/iter = 2 * BK * WM*WN/WARP. BK is the warptile's for q4_0; the float shaders of
+    # the pinned tree define BK 32 themselves (mul_mm.comp: constant 3 unused for DATA_A_F16/F32).
+    . "$LAB_DIR/ggml-tiles.sh"
+    for sh in f16 f32 q4_0; do
+        read -r file family qtype <<<"$(shader_file "$sh")"
+        pk=1024
+        [ "$sh" = f32 ] && pk=512
+        for t in mali-m mali-s; do
+            read -r -a wt <<<"$(tile_spec "$t" "$family")"
+            bk=${wt[3]}
+            [ "$family" = mm ] && bk=32
+            a=""
+            for i in "${!wt[@]}"; do a+="--spec $i=${wt[$i]} "; done
+            a+="--spec 11=1"
+            [ "$qtype" -ge 0 ] && a+=" --spec 12=$qtype"
+            rows+=("ggml-$sh-$t|$ggml/$file|$((2 * bk * wt[4] * wt[5] / wt[10]))|$pk|$a --groups $((4096 / wt[1])),$((512 / wt[2])),1")
+        done
     done
 fi
 
@@ -85,11 +117,15 @@ for r in "${rows[@]}"; do
     [[ "$name" =~ $only ]] || continue
     [ -f "$shader" ] || { echo "| $name | missing $shader |"; continue; }
     # shellcheck disable=SC2086
-    key=$( { sha256sum <"$shader"; echo "$args --no-robust $driver"; sha256sum <"$LAB_DIR/spill_harness.c"; } | sha256sum | cut -c1-24)
+    key=$( { sha256sum <"$shader"; echo "$args $driver"; sha256sum <"$LAB_DIR/spill_harness.c"; } | sha256sum | cut -c1-24)
     if [ ! -f "$CACHE/$key.out" ]; then
         # shellcheck disable=SC2086
-        LAB_ENV="BIFROST_MESA_DEBUG=shaderdb,statsfull,shaders" \
-            "$LAB_DIR/native-run.sh" "${flag[@]+"${flag[@]}"}" spill_harness "$shader" $args --no-robust \
+        # No statsfull: its shortest-path walk (va_gather_min_path_stats) visits every path
+        # through the CFG, exponential in the branches; ggml's bounds-checked loads have
+        # hundreds (a mali-m f16 compile ran 10 minutes in it and did not end). Nothing here
+        # reads its figures.
+        LAB_ENV="BIFROST_MESA_DEBUG=shaderdb,shaders" \
+            "$LAB_DIR/native-run.sh" "${flag[@]+"${flag[@]}"}" spill_harness "$shader" $args \
             >"$CACHE/$key.tmp" 2>"$CACHE/$key.err" || die "harness failed on $name (see $CACHE/$key.err)"
         mv "$CACHE/$key.tmp" "$CACHE/$key.out"
     fi
@@ -125,7 +161,8 @@ for line in open(out):
 # The final disassembly: the indented lines after the last IR print, up to the statistics.
 text = open(err).read()
 tail = text[text.rfind('\nblock0 {'):]
-dis = tail[tail.find('\n\n   '):tail.find('\nModel:')] if '\n\n   ' in tail else ''
+start = tail.find('\n\n   ')
+dis = tail[start:] if start >= 0 else ''
 ins = [l.strip() for l in dis.split('\n') if l.startswith('   ') and l.strip()]
 # Innermost loop: the shortest range from a backward branch's target to the branch.
 best = None
@@ -148,7 +185,7 @@ floor = flops / max(whole, stats.get('Load/store', 0)) * 4 if whole else 0
 pred = flops / alu * 4 if alu else 0
 g = lambda k: '%.3g' % stats.get(k, float('nan'))
 if rust == '1':
-    if not name.startswith('vkpeak'):
+    if not name.startswith(('vkpeak', 'ggml')):
         prec, kernel = (name.split('-')[1], name) if name.startswith('peak') else (name.split('-')[0], name.split('-', 1)[1])
         print('    LabLoop { precision: "%s", kernel: "%s", whole: [%s], loop_alu: %s },' % (
             prec, kernel, ', '.join(repr(stats.get(k, 0.0)) for k in ('FMA', 'CVT', 'SFU', 'ALU', 'Load/store')), repr(alu)))
