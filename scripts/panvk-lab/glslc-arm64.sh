@@ -11,18 +11,5 @@ CACHE="$(lab_cache_dir)"
 lab_require_ready "$CACHE"
 ROOT="$(lab_sysroot "$CACHE")"
 [ -x "$ROOT/usr/bin/glslc" ] || die "no glslc in $ROOT (pins.conf lists it; re-run setup-sysroot.sh)"
-if [ -n "${GLSLC_ONLY:-}" ]; then
-    out=""
-    prev=""
-    for a in "$@"; do
-        [ "$prev" = "-o" ] && out="$a"
-        prev="$a"
-    done
-    out="${out%\"}"
-    out="${out#\"}"
-    if [ -n "$out" ] && [[ "$(basename "$out")" != *"$GLSLC_ONLY"* ]]; then
-        printf '\003\002\043\007' >"$out"
-        exit 0
-    fi
-fi
+glslc_only_filter "$@"
 exec env QEMU_LD_PREFIX="$ROOT" qemu-aarch64-static "$ROOT/usr/bin/glslc" "$@"

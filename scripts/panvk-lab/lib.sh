@@ -30,3 +30,21 @@ lab_require_ready() {
     [ -f "$cache/sysroot/.lab/ready" ] ||
         die "no lab sysroot in $cache (run scripts/panvk-lab/setup-sysroot.sh first)"
 }
+
+# GLSLC_ONLY=PATTERN for the glslc wrappers (glslc-arm64.sh, glslc-native.sh): when the -o
+# output's file name lacks PATTERN, write a 4-byte placeholder and exit, so ggml's generator
+# compiles only the shaders wanted.
+glslc_only_filter() {
+    [ -n "${GLSLC_ONLY:-}" ] || return 0
+    local out="" prev="" a
+    for a in "$@"; do
+        [ "$prev" = "-o" ] && out="$a"
+        prev="$a"
+    done
+    out="${out%\"}"
+    out="${out#\"}"
+    if [ -n "$out" ] && [[ "$(basename "$out")" != *"$GLSLC_ONLY"* ]]; then
+        printf '\003\002\043\007' >"$out"
+        exit 0
+    fi
+}

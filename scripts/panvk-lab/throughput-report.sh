@@ -2,18 +2,21 @@
 # Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
 # (native lab build, docs/panvk-lab.md "Throughput model"):
 #
-#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR] [--only REGEX] [--rust]
+#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]
 #
 # For rvl's peak loops and Mali GEMM kernels (with --vkpeak, vkpeak's fp32/fp16/int8 loops
 # compiled by hand into DIR/vkpeak_*.spv; with --ggml, llama.cpp's mul_mm f16/f32/q4_0 pipelines
-# with the patched Mali tiles mali-m/mali-s, DIR = ggml's vulkan-shaders.spv; see the doc), it
-# compiles each pipeline with
+# and its int-dot mul_mmq q4_0 (q4_0i) with the patched Mali tiles mali-m/mali-s, each taken from
+# the first DIR that has it: ggml's vulkan-shaders.spv, and for q4_0i an int-dot build, see the
+# doc), it compiles each pipeline with
 # BIFROST_MESA_DEBUG=shaderdb,shaders and prints one table row:
 #   - Mesa's whole-shader unit cycles (VK_KHR_pipeline_executable_properties: FMA, CVT, SFU,
 #     ALU, Load/store) and the floor rvl smoke-bench shows from them (whole shader charged to
 #     one loop iteration);
 #   - the innermost loop's body, counted from the final disassembly (the instructions from a
-#     backward BRANCHZ's target to the branch, each opcode's unit from Valhall's ISA.xml):
+#     backward BRANCHZ's target to the branch, each opcode's unit from Valhall's ISA.xml; for
+#     ggml's rows the shortest loop holding the most FMA-unit words, since mul_mmq's runtime-
+#     bounded shared-memory load loops are shorter than its arithmetic loop):
 #     FMA/CVT/SFU result words and load/store instructions per thread;
 #   - GFLOP/s = FLOPs per thread per iteration / loop ALU cycles x 4 cores x 1 GHz, with
 #     ALU cycles = (FMA + CVT) / 64 + SFU / 16 / 4 (G610 rates, v10 issues one at a time).
@@ -27,17 +30,17 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 variant=stock
 vkpeak=""
-ggml=""
+ggml=()
 only="."
 rust=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) variant=patched; shift ;;
         --vkpeak) vkpeak="$2"; shift 2 ;;
-        --ggml) ggml="$2"; shift 2 ;;
+        --ggml) ggml+=("$2"); shift 2 ;;
         --only) only="$2"; shift 2 ;;
         --rust) rust=1; shift ;;
-        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR] [--only REGEX] [--rust]" ;;
+        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]" ;;
     esac
 done
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
@@ -81,7 +84,7 @@ if [ -n "$vkpeak" ]; then
         rows+=("vkpeak-$n|$vkpeak/vkpeak_$n.spv|$f|$pk|--spec 0=4096 --spec 233=16 --groups 4096,1,1 --no-robust")
     done
 fi
-if [ -n "$ggml" ]; then
+if [ "${#ggml[@]}" -gt 0 ]; then
     # llama.cpp's mul_mm (patches/llama.cpp 0001's Mali tiles; ggml-tiles.sh has the warptiles)
     # at M = 4096 weight rows, ubatch 512: the aligned pipeline (spec 11) ggml picks when K is a
     # multiple of the tile's K step, fp16 maths (f16acc) for f16 and q4_0 as ggml chooses on an
@@ -90,20 +93,32 @@ if [ -n "$ggml" ]; then
     # outputs (WNITER = WM*WN / (WARP*TM*TN*WMITER), mul_mm.comp) and does BK multiply-adds into
     # each: FLOP/iter = 2 * BK * WM*WN/WARP. BK is the warptile's for q4_0; the float shaders of
     # the pinned tree define BK 32 themselves (mul_mm.comp: constant 3 unused for DATA_A_F16/F32).
+    # q4_0i (mul_mmq.comp, int-dot, fp32 accumulators): its loop steps K by BK * BK_STEP = 32 * 4
+    # (both defined in the shader), so FLOP/iter = 2 * 128 * WM*WN/WARP (ops of IDPADD.v4s8).
     . "$LAB_DIR/ggml-tiles.sh"
-    for sh in f16 f32 q4_0; do
+    for sh in f16 f32 q4_0 q4_0i; do
         read -r file family qtype <<<"$(shader_file "$sh")"
+        dir=""
+        # the first DIR with a real build of it (ggml's generator leaves 4-byte placeholders
+        # under glslc-*.sh's GLSLC_ONLY)
+        for d in "${ggml[@]}"; do
+            if [ "$(stat -c %s "$d/$file" 2>/dev/null || echo 0)" -gt 4 ]; then dir=$d; break; fi
+        done
+        [ -n "$dir" ] || continue
         pk=1024
         [ "$sh" = f32 ] && pk=512
+        [ "$sh" = q4_0i ] && pk=2048
         for t in mali-m mali-s; do
             read -r -a wt <<<"$(tile_spec "$t" "$family")"
             bk=${wt[3]}
             [ "$family" = mm ] && bk=32
+            [ "$family" = int ] && bk=128
             a=""
             for i in "${!wt[@]}"; do a+="--spec $i=${wt[$i]} "; done
-            a+="--spec 11=1"
-            [ "$qtype" -ge 0 ] && a+=" --spec 12=$qtype"
-            rows+=("ggml-$sh-$t|$ggml/$file|$((2 * bk * wt[4] * wt[5] / wt[10]))|$pk|$a --groups $((4096 / wt[1])),$((512 / wt[2])),1")
+            # ALIGNED (mul_mmq has none)
+            [ "$family" = int ] || a+="--spec 11=1 "
+            [ "$qtype" -ge 0 ] && a+="--spec 12=$qtype "
+            rows+=("ggml-$sh-$t|$dir/$file|$((2 * bk * wt[4] * wt[5] / wt[10]))|$pk|$a--groups $((4096 / wt[1])),$((512 / wt[2])),1")
         done
     done
 fi
@@ -164,21 +179,29 @@ tail = text[text.rfind('\nblock0 {'):]
 start = tail.find('\n\n   ')
 dis = tail[start:] if start >= 0 else ''
 ins = [l.strip() for l in dis.split('\n') if l.startswith('   ') and l.strip()]
-# Innermost loop: the shortest range from a backward branch's target to the branch.
-best = None
+def count(body):
+    w = {'FMA': 0, 'CVT': 0, 'SFU': 0, 'LS': 0, 'T': 0, 'V': 0, 'VT': 0, 'NONE': 0}
+    for l in body:
+        op = l.split()[0]
+        u = unit_of(op) or 'NONE'
+        words = 2 if re.search(r'\.(u64|s64|f64|i64)\b', op) and u in ('FMA', 'CVT', 'SFU') else 1
+        w[u] = w.get(u, 0) + words
+    return w
+# Loops: the ranges from a backward branch's target to the branch. The innermost one is the
+# shortest; for ggml's rows, the shortest of those with the most FMA-unit words (the arithmetic
+# loop, not mul_mmq's shared-memory load loops).
+loops = []
 for b, l in enumerate(ins):
     m = re.search(r'offset:(-\d+)', l)
     if l.startswith('BRANCH') and m:
         lo = b + int(m.group(1)) + 1
-        if 0 <= lo <= b and (best is None or b - lo < best[1] - best[0]):
-            best = (lo, b)
-w = {'FMA': 0, 'CVT': 0, 'SFU': 0, 'LS': 0, 'T': 0, 'V': 0, 'VT': 0, 'NONE': 0}
-body = ins[best[0]:best[1] + 1] if best else []
-for l in body:
-    op = l.split()[0]
-    u = unit_of(op) or 'NONE'
-    words = 2 if re.search(r'\.(u64|s64|f64|i64)\b', op) and u in ('FMA', 'CVT', 'SFU') else 1
-    w[u] = w.get(u, 0) + words
+        if 0 <= lo <= b:
+            loops.append((lo, b))
+if name.startswith('ggml') and loops:
+    most = max(count(ins[lo:b + 1])['FMA'] for lo, b in loops)
+    loops = [(lo, b) for lo, b in loops if count(ins[lo:b + 1])['FMA'] == most]
+best = min(loops, key=lambda r: r[1] - r[0]) if loops else None
+w = count(ins[best[0]:best[1] + 1] if best else [])
 alu = (w['FMA'] + w['CVT']) / 64 + w['SFU'] / 16 / 4
 whole = stats.get('ALU', 0)
 floor = flops / max(whole, stats.get('Load/store', 0)) * 4 if whole else 0
