@@ -16,12 +16,15 @@
 # and specialisation constants mirror src/bench/kernels.rs catalogue():
 #   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
 #              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
-#   tiled-*    (gemm_tiled_{f32,f16,q4_0}.spv and their _peeled/_splitk forms): spec
+#   tiled-*    (gemm_tiled_{f32,f16,q4_0}.spv and their _peeled/_splitk forms, and the
+#              int8-dot gemm_tiled_int8/_splitk_int8 with BK = 32, one block): spec
 #              {threads, BM, BN, BK, TM, TN, SPLIT}, grid (ceil(M/BM), ceil(N/BN), SPLIT).
 #              The shapes of kernels.rs low_precision_tiles, for each of fp32, fp16 and q4_0
-#              (the fp32 catalogue's own tiles are among them), and llama-64x64/128x128 (fp32).
-#              Not Mali kernels (kernels.rs skips every non-llama tile there); the rows record
-#              what they would cost.
+#              (the fp32 catalogue's own tiles, small-grid ones included, are among them), its
+#              int8_tiles, and llama-64x64/128x128 (fp32). The -splitcu variants are the _splitk
+#              build with a split chosen per shape from the compute-unit count, which the lab
+#              does not have: no row. Not Mali kernels (kernels.rs skips every non-llama tile
+#              there); the rows record what they would cost.
 # Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
 #   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
 set -euo pipefail
@@ -133,6 +136,13 @@ for p in f32 f16 q4_0; do
         read -r name bm bn bk tm tn form <<<"$t"
         tiled "$name-$p" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" "$p"
     done
+done
+# kernels.rs int8_tiles (gemm_tiled_int8.comp has no peeled form).
+for t in "tiled-128x128 128 128 32 8 8 guarded" "tiled-64x128 64 128 32 8 8 guarded" \
+    "tiled-64x64 64 64 32 4 8 guarded" "tiled-32x128 32 128 32 4 8 guarded" \
+    "tiled-64x128-split4 64 128 32 8 8 split4" "tiled-32x128-split8 32 128 32 4 8 split8"; do
+    read -r name bm bn bk tm tn form <<<"$t"
+    tiled "$name-int8" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" int8
 done
 tiled llama-64x64 64 64 16 4 8
 tiled llama-128x128 128 128 8 8 16
