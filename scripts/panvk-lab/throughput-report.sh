@@ -75,6 +75,15 @@ reg int8-reg-4x1 gemm_int8.spv 4 1 64 2048
 reg q4_0-reg-2x2 gemm_q4_0.spv 2 2 64 512
 reg q4_0-reg-4x1 gemm_q4_0.spv 4 1 64 512
 reg q4_0-reg-2x1 gemm_q4_0.spv 2 1 64 512
+# llama.cpp's two tile shapes in rvl's fp32 tiled kernel (kernels.rs llama_like: they run on Mali,
+# spilling, to reproduce what upstream llama.cpp meets). One loop iteration is one BK step of K
+# (gemm_tiled.comp: the kk loop over BK is unrolled), TM x TN outputs per thread:
+# FLOP/iter = 2 * BK * TM * TN. Spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid (M/BM, N/BN).
+tile() { # name bm bn bk tm tn
+    rows+=("$1|$S/gemm_tiled_f32.spv|$((2 * $4 * $5 * $6))|512|--spec 0=$(($2 / $5 * $3 / $6)) --spec 1=$2 --spec 2=$3 --spec 3=$4 --spec 4=$5 --spec 5=$6 --spec 6=1 --groups $((512 / $2)),$((4096 / $3)),1 --no-robust")
+}
+tile llama-64x64 64 64 16 4 8
+tile llama-128x128 128 128 8 8 16
 if [ -n "$vkpeak" ]; then
     # vkpeak: 16 FMAs (or dot products) per iteration, one chain (p1/p4) or two (dual);
     # workgroup = the subgroup (16 on Mali, spec id 233 here); loop count a spec constant.
@@ -188,7 +197,7 @@ def count(body):
         w[u] = w.get(u, 0) + words
     return w
 # Loops: the ranges from a backward branch's target to the branch. The innermost one is the
-# shortest; for ggml's rows, the shortest of those with the most FMA-unit words (the arithmetic
+# shortest; for ggml's and the llama tiles' rows, the shortest of those with the most FMA-unit words (the arithmetic
 # loop, not mul_mmq's shared-memory load loops).
 loops = []
 for b, l in enumerate(ins):
@@ -197,7 +206,7 @@ for b, l in enumerate(ins):
         lo = b + int(m.group(1)) + 1
         if 0 <= lo <= b:
             loops.append((lo, b))
-if name.startswith('ggml') and loops:
+if name.startswith(('ggml', 'llama')) and loops:
     most = max(count(ins[lo:b + 1])['FMA'] for lo, b in loops)
     loops = [(lo, b) for lo, b in loops if count(ins[lo:b + 1])['FMA'] == most]
 best = min(loops, key=lambda r: r[1] - r[0]) if loops else None
@@ -208,7 +217,7 @@ floor = flops / max(whole, stats.get('Load/store', 0)) * 4 if whole else 0
 pred = flops / alu * 4 if alu else 0
 g = lambda k: '%.3g' % stats.get(k, float('nan'))
 if rust == '1':
-    if not name.startswith(('vkpeak', 'ggml')):
+    if not name.startswith(('vkpeak', 'ggml', 'llama')):
         prec, kernel = (name.split('-')[1], name) if name.startswith('peak') else (name.split('-')[0], name.split('-', 1)[1])
         print('    LabLoop { precision: "%s", kernel: "%s", whole: [%s], loop_alu: %s },' % (
             prec, kernel, ', '.join(repr(stats.get(k, 0.0)) for k in ('FMA', 'CVT', 'SFU', 'ALU', 'Load/store')), repr(alu)))
