@@ -4,7 +4,7 @@
 #
 #   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]
 #
-# For rvl's peak loops and Mali GEMM kernels (with --vkpeak, vkpeak's fp32/fp16/int8 loops
+# For rvl's peak loops and Mali GEMM kernels, the two llama-like tiles Mali runs (with --vkpeak, vkpeak's fp32/fp16/int8 loops
 # compiled by hand into DIR/vkpeak_*.spv; with --ggml, llama.cpp's mul_mm f16/f32/q4_0 pipelines
 # and its int-dot mul_mmq q4_0 (q4_0i) with the patched Mali tiles mali-m/mali-s, each taken from
 # the first DIR that has it: ggml's vulkan-shaders.spv, and for q4_0i an int-dot build, see the
