@@ -4,7 +4,8 @@
 
 # {BLOCK_SIZE, BM, BN, BK, WM, WN, WMITER, TM, TN, TK, WARP} for family
 # mm (float A, BK 16), mmq (quantised A, BK 32), int (mul_mmq), int_k (mul_mmq,
-# k-quants). Values: ggml-vulkan.cpp ggml_vk_load_shaders, non-coopmat branch,
+# k-quants). ggml passes these as given, but the pinned tree's shaders fix some themselves:
+# mul_mm.comp defines BK 32 for float A (constant 3 unused), mul_mmq.comp BK 32 x BK_STEP 4. Values: ggml-vulkan.cpp ggml_vk_load_shaders, non-coopmat branch,
 # subgroup size 16 (upstream) and patches/llama.cpp/0001 (mali-*).
 tile_spec() {
     case "$1:$2" in
