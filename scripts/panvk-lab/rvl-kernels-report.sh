@@ -144,6 +144,15 @@ for t in "tiled-128x128 128 128 32 8 8 guarded" "tiled-64x128 64 128 32 8 8 guar
     read -r name bm bn bk tm tn form <<<"$t"
     tiled "$name-int8" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" int8
 done
+# kernels.rs fp16_shared_tiles (gemm_tiled.comp -DF16 -DSHARED_F16: gemm_tiled*_f16s.spv).
+for t in "tiled-128x128 128 128 16 8 8 guarded" "tiled-64x64 64 64 16 4 8 guarded" \
+    "tiled-128x128-k32 128 128 32 8 8 guarded" "tiled-128x128-k8-peeled 128 128 8 8 8 peeled" \
+    "tiled-128x64-split2 128 64 16 8 8 split2" "tiled-64x128-split4 64 128 16 8 8 split4" \
+    "tiled-64x64-split4 64 64 16 4 8 split4" "tiled-64x64-k32-split4 64 64 32 4 8 split4" \
+    "tiled-32x128-split8 32 128 16 4 8 split8"; do
+    read -r name bm bn bk tm tn form <<<"$t"
+    tiled "$name-smem16" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" f16s
+done
 tiled llama-64x64 64 64 16 4 8
 tiled llama-128x128 128 128 8 8 16
 fi

@@ -8,7 +8,7 @@
 # DIR gets rvl (target/release, stripped), test-backend-ops with the side-by-side cases
 # (build-test-backend-ops.sh), the Vulkan loader and glvnd libraries, cublas.py and run.sh.
 # run.sh runs, in one session: rvl smoke-bench --full --no-cpu on fp32/fp16/q4_0 at ubatch
-# 16/64/128/512, test-backend-ops perf on the same shapes, and cuBLAS SGEMM (TF32 off) through
+# 16/64/128/512 (and int8, which llama.cpp's MUL_MAT cases have no counterpart for), test-backend-ops perf on the same shapes, and cuBLAS SGEMM (TF32 off) through
 # the machine's PyTorch.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,21 +40,25 @@ export VK_DRIVER_FILES="${VK_DRIVER_FILES:-$nv/vulkan/icd.d/nvidia_icd.json}"
 export __EGL_VENDOR_LIBRARY_FILENAMES="${__EGL_VENDOR_LIBRARY_FILENAMES:-$nv/glvnd/egl_vendor.d/10_nvidia.json}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$o/nvidia-smi.txt" 2>&1
 date -u +%FT%TZ >"$o/started"
+# One archive, rewritten after each step: the device machine returns only a few files per call,
+# and a run cut off at its time limit keeps what finished.
+pack() { tar czf "$o.tgz" -C "$(dirname "$o")" "$(basename "$o")"; }
 SECONDS=0
 RVL_QWEN_CASES=1 "$d/test-backend-ops" perf -o MUL_MAT -b Vulkan0 >"$o/test-backend-ops.txt" 2>&1
 echo "test-backend-ops: rc $? in ${SECONDS}s" | tee -a "$o/times"
+pack
 SECONDS=0
 python3 "$d/cublas.py" >"$o/cublas.json" 2>"$o/cublas.err"
 echo "cublas: rc $? in ${SECONDS}s" | tee -a "$o/times"
+pack
 # One rvl run per precision, so a run cut off at the machine's time limit keeps the others.
-for p in ${PRECISIONS:-fp32 fp16 q4_0}; do
+for p in ${PRECISIONS:-fp32 fp16 q4_0 int8}; do
     SECONDS=0
     "$d/rvl" smoke-bench --full --no-cpu --precision "$p" --ubatch "${UBATCHES:-16,64,128,512}" \
         --json >"$o/rvl-$p.json" 2>"$o/rvl-$p.err"
     echo "rvl $p: rc $? in ${SECONDS}s" | tee -a "$o/times"
+    pack
 done
-# One archive: the device machine returns only a few files per call.
-tar czf "$o.tgz" -C "$(dirname "$o")" "$(basename "$o")"
 RUN
 chmod +x "$out/run.sh"
 printf 'side-by-side bundle: %s (%s)\n' "$out" "$(du -sh "$out" | cut -f1)" >&2

@@ -118,6 +118,9 @@ static GEMM_TILED_SPLITK_F32: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_
 static GEMM_TILED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_f16.spv");
 static GEMM_TILED_PEELED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f16.spv");
 static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f16.spv");
+static GEMM_TILED_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_f16s.spv");
+static GEMM_TILED_PEELED_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f16s.spv");
+static GEMM_TILED_SPLITK_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f16s.spv");
 static GEMM_TILED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_q4_0.spv");
 static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_q4_0.spv");
 static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_q4_0.spv");
@@ -226,8 +229,11 @@ impl KernelSpec {
             shared_bytes: match operands {
                 // Two buffers of one block per row: 8 uints of packed int8 and a scale.
                 TiledOperands::Int8 => 2 * (bm + bn) * (8 * 4 + 4),
-                // The float builds stage fp32 (fp16 and q4_0 widen as they fetch).
-                _ => 2 * bk * (bm + bn) * 4,
+                TiledOperands::Fp16Shared => 2 * bk * (bm + bn) * 2,
+                // The other float builds stage fp32 (fp16 and q4_0 widen as they fetch).
+                TiledOperands::Fp32 | TiledOperands::Fp16 | TiledOperands::Q4_0 => {
+                    2 * bk * (bm + bn) * 4
+                }
             },
             accumulators: tm * tn,
             llama_like: false,
@@ -440,6 +446,9 @@ enum TiledOperands {
     Fp32,
     /// -DF16: fp16 X and W, widened to fp32 as they are fetched.
     Fp16,
+    /// -DF16 -DSHARED_F16: fp16 X and W staged as fp16 in shared memory, widened to fp32 as
+    /// the inner loop reads them (the same results as Fp16 in half the shared memory).
+    Fp16Shared,
     /// -DQ4_0: fp32 X, q4_0 W dequantised to fp32 as it is fetched.
     Q4_0,
     /// gemm_tiled_int8.comp: Q8_0-style blocks on both sides, integer dots (guarded and
@@ -461,7 +470,7 @@ impl TiledOperands {
     fn precision(self) -> Precision {
         match self {
             TiledOperands::Fp32 => Precision::Fp32,
-            TiledOperands::Fp16 => Precision::Fp16,
+            TiledOperands::Fp16 | TiledOperands::Fp16Shared => Precision::Fp16,
             TiledOperands::Q4_0 => Precision::Q4_0,
             TiledOperands::Int8 => Precision::Int8,
         }
@@ -483,6 +492,9 @@ fn tiled_spirv(operands: TiledOperands, form: TiledLoop) -> Option<&'static [u8]
         (TiledOperands::Q4_0, Guarded) => GEMM_TILED_Q4_0,
         (TiledOperands::Q4_0, Peeled) => GEMM_TILED_PEELED_Q4_0,
         (TiledOperands::Q4_0, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_Q4_0,
+        (TiledOperands::Fp16Shared, Guarded) => GEMM_TILED_F16S,
+        (TiledOperands::Fp16Shared, Peeled) => GEMM_TILED_PEELED_F16S,
+        (TiledOperands::Fp16Shared, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_F16S,
         (TiledOperands::Int8, Guarded) => GEMM_TILED_INT8,
         (TiledOperands::Int8, SplitK(_) | SplitPerCu) => GEMM_TILED_SPLITK_INT8,
         (TiledOperands::Int8, Peeled) => return None,
@@ -516,7 +528,7 @@ fn int8_tiles() -> Vec<KernelSpec> {
 /// at one token tile, against 132 SMs on an H200.
 /// None is llama-like, so Mali never runs them (the lab rule: nothing spilling there).
 fn low_precision_tiles(operands: TiledOperands) -> Vec<KernelSpec> {
-    use TiledLoop::{Guarded, Peeled, SplitK};
+    use TiledLoop::{Guarded, Peeled, SplitK, SplitPerCu};
     [
         ("tiled-128x128", [128, 128, 16, 8, 8], Guarded),
         ("tiled-64x128", [64, 128, 16, 8, 8], Guarded),
@@ -534,9 +546,49 @@ fn low_precision_tiles(operands: TiledOperands) -> Vec<KernelSpec> {
         // 16 rows, 64 invocations: ubatch 16 without half the tile as padding.
         ("tiled-16x128-split4", [16, 128, 16, 4, 8], SplitK(4)),
         ("tiled-16x128-split8", [16, 128, 16, 4, 8], SplitK(8)),
+        // Split as many ways as the device's compute units need per shape, as for fp32 (on an
+        // H200 the fp32 64x128 tile split 16 ways took down at ubatch 64 from 21.4 to 34.9
+        // TFLOP/s over the best fixed split); offered only where the driver gives the count.
+        ("tiled-128x64-splitcu", [128, 64, 16, 8, 8], SplitPerCu),
+        ("tiled-64x128-splitcu", [64, 128, 16, 8, 8], SplitPerCu),
+        ("tiled-64x64-splitcu", [64, 64, 16, 4, 8], SplitPerCu),
+        ("tiled-32x128-splitcu", [32, 128, 16, 4, 8], SplitPerCu),
     ]
     .into_iter()
     .map(|(name, dims, form)| KernelSpec::tiled_in(operands, name, dims, form))
+    .collect()
+}
+
+/// fp16 tiles that keep their operands fp16 in shared memory (gemm_tiled.comp -DF16
+/// -DSHARED_F16): half the shared memory of the fp16 tiles above, so twice the workgroups fit
+/// an SM, or a K step of 32 in the same bytes. On an H200 llama.cpp's fp16 tiles, which stage
+/// fp16, beat rvl's fp32-staged ones at ubatch 64 (qkv 19.5 against 16.0 TFLOP/s) and at 128 on
+/// gate (36.5 against 30.3); these are the same shapes staged as llama.cpp does, measured beside
+/// them. After the fp16 family, so a budgeted run screens what it did before; never on Mali
+/// (not llama-like). No -splitcu form: for_shape rebuilds a variant from its precision's build.
+fn fp16_shared_tiles() -> Vec<KernelSpec> {
+    use TiledLoop::{Guarded, Peeled, SplitK};
+    [
+        ("tiled-128x128-smem16", [128, 128, 16, 8, 8], Guarded),
+        ("tiled-64x64-smem16", [64, 64, 16, 4, 8], Guarded),
+        ("tiled-128x128-k32-smem16", [128, 128, 32, 8, 8], Guarded),
+        (
+            "tiled-128x128-k8-peeled-smem16",
+            [128, 128, 8, 8, 8],
+            Peeled,
+        ),
+        ("tiled-128x64-split2-smem16", [128, 64, 16, 8, 8], SplitK(2)),
+        ("tiled-64x128-split4-smem16", [64, 128, 16, 8, 8], SplitK(4)),
+        ("tiled-64x64-split4-smem16", [64, 64, 16, 4, 8], SplitK(4)),
+        (
+            "tiled-64x64-k32-split4-smem16",
+            [64, 64, 32, 4, 8],
+            SplitK(4),
+        ),
+        ("tiled-32x128-split8-smem16", [32, 128, 16, 4, 8], SplitK(8)),
+    ]
+    .into_iter()
+    .map(|(name, dims, form)| KernelSpec::tiled_in(TiledOperands::Fp16Shared, name, dims, form))
     .collect()
 }
 
@@ -583,6 +635,7 @@ pub fn catalogue() -> Vec<KernelSpec> {
         KernelSpec::reg(Precision::Fp16, 8, 8, 4, 8),
     ]);
     all.extend(low_precision_tiles(TiledOperands::Fp16));
+    all.extend(fp16_shared_tiles());
     all.extend([
         // int8 dot products: 4-8 accumulators for Mali, 8-16 elsewhere.
         KernelSpec::reg(Precision::Int8, 16, 4, 2, 2),
@@ -935,6 +988,7 @@ mod tests {
         let mut desktop = nvidia();
         desktop.float_atomic_add = true;
         desktop.max_shared_memory = 48 * 1024;
+        desktop.compute_units = Some(132);
         for (p, plain, peeled, split) in [
             (
                 Precision::Fp16,
@@ -951,14 +1005,16 @@ mod tests {
         ] {
             let tiles: Vec<_> = catalogue()
                 .into_iter()
-                .filter(|k| k.precision == p && k.family == Family::Tiled)
+                .filter(|k| {
+                    k.precision == p && k.family == Family::Tiled && !k.name.ends_with("-smem16")
+                })
                 .collect();
             assert!(tiles.len() >= 3, "{}: {} tiles", p.name(), tiles.len());
             let mut forms = [false; 3];
             for k in &tiles {
                 // Each runs its own precision's build of gemm_tiled.comp in the loop form its
                 // name says; a wrong build would read the operands in another format.
-                let want = if k.split_k > 1 {
+                let want = if k.split_k > 1 || k.split_from_cus {
                     forms[2] = true;
                     split
                 } else if k.name.ends_with("-peeled") {
@@ -975,6 +1031,29 @@ mod tests {
                 assert!(on_mali.contains("spills on Mali"), "{}: {on_mali}", k.name);
             }
             assert_eq!(forms, [true; 3], "{}: guarded, peeled, split-K", p.name());
+        }
+        // The fp16 tiles that stage fp16 run the SHARED_F16 builds, in half the shared memory.
+        let staged: Vec<_> = catalogue()
+            .into_iter()
+            .filter(|k| k.name.ends_with("-smem16"))
+            .collect();
+        assert!(staged.len() >= 3, "{} -smem16 tiles", staged.len());
+        for k in &staged {
+            assert_eq!(k.precision, Precision::Fp16, "{}", k.name);
+            let want = if k.split_k > 1 {
+                GEMM_TILED_SPLITK_F16S
+            } else if k.name.contains("-peeled") {
+                GEMM_TILED_PEELED_F16S
+            } else {
+                GEMM_TILED_F16S
+            };
+            assert!(std::ptr::eq(k.spirv, want), "{}", k.name);
+            let [_, bm, bn, bk, ..] = k.spec[..] else {
+                panic!("{}: spec {:?}", k.name, k.spec)
+            };
+            assert_eq!(k.shared_bytes, 2 * bk * (bm + bn) * 2, "{}", k.name);
+            assert_eq!(k.unsupported_reason(&desktop), None, "{}", k.name);
+            assert!(k.unsupported_reason(&mali()).is_some(), "{}", k.name);
         }
         // fp16 tiles need the device's fp16 support like the fp16 register kernels.
         let mut no_fp16 = desktop.clone();

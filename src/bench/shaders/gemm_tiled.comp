@@ -22,7 +22,8 @@
 // gemm_q4_0.comp's 4-bit layout (one uvec4 of 32 codes per block, fp16 scales two per uint in
 // binding 4); each fetched quad of codes is dequantised in registers and stored into shared
 // memory as fp32, so the inner loop is the fp32 one and each weight is dequantised once per
-// workgroup, not once per token.
+// workgroup, not once per token. With -DF16 -DSHARED_F16 the fp16 operands stay fp16 in
+// shared memory (half the bytes; widened as the inner loop reads them; the same results).
 // Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
 // BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded (q4_0: ldk ==
 // K, a multiple of 32).
@@ -65,10 +66,19 @@ layout(push_constant) uniform Params {
     uint ldk;
 } p;
 
+#if defined(SHARED_F16) && !defined(F16)
+#error "SHARED_F16 is built only with F16 (fp16 operands are staged as they are in memory)"
+#endif
 #ifdef F16
 layout(std430, binding = 0) readonly buffer Xbuf { f16vec4 x[]; };
 layout(std430, binding = 1) readonly buffer Wbuf { f16vec4 w[]; };
+#ifdef SHARED_F16
+// Staged in shared memory as the fp16 they are in memory (half the bytes, so twice the
+// workgroups fit an SM's shared memory); widened to fp32 as the inner loop reads them.
+#define WIDEN(v) (v)
+#else
 #define WIDEN(v) vec4(v)
+#endif
 #else
 #define WIDEN(v) (v)
 layout(std430, binding = 0) readonly buffer Xbuf { vec4 x[]; };
@@ -87,9 +97,17 @@ layout(std430, binding = 2) writeonly buffer Cbuf { float c[]; };
 // The same buffer seen as vec4s, for 128-bit stores of whole output quads when N % 4 == 0.
 layout(std430, binding = 2) writeonly buffer Cbuf4 { vec4 c4[]; };
 
+#ifdef SHARED_F16
+#define STAGE f16vec4
+#define READ(v) vec4(v)
+#else
+#define STAGE vec4
+#define READ(v) (v)
+#endif
+
 // [buffer][k][row/4]: k-major, four rows per vec4.
-shared vec4 xs[2 * BK * (BM / 4)];
-shared vec4 ws[2 * BK * (BN / 4)];
+shared STAGE xs[2 * BK * (BM / 4)];
+shared STAGE ws[2 * BK * (BN / 4)];
 
 #ifdef Q4_0
 // Weight quad kq (k = 4kq..4kq+3) of a row: block kq / 8 of the row, uint (kq % 8) / 2 of the
@@ -104,7 +122,7 @@ vec4 weight_quad(uint row, uint kq) {
 }
 #endif
 
-void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[LOADS_W]) {
+void fetch(uint k0, uint m_base, uint n_base, out STAGE rx[LOADS_X], out STAGE rw[LOADS_W]) {
     const uint tid = gl_LocalInvocationID.x;
     const uint k4n = p.ldk / 4;
     [[unroll]] for (uint l = 0; l < LOADS_X; l++) {
@@ -112,7 +130,7 @@ void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[
         const uint r = idx / BK4;
         const uint kq = k0 / 4 + idx % BK4;
         const uint row = min(m_base + r, p.M - 1);
-        rx[l] = kq < k4n ? WIDEN(x[row * k4n + kq]) : vec4(0.0);
+        rx[l] = kq < k4n ? WIDEN(x[row * k4n + kq]) : STAGE(0.0);
     }
     [[unroll]] for (uint l = 0; l < LOADS_W; l++) {
         const uint idx = tid + l * THREADS;
@@ -122,12 +140,12 @@ void fetch(uint k0, uint m_base, uint n_base, out vec4 rx[LOADS_X], out vec4 rw[
 #ifdef Q4_0
         rw[l] = kq < k4n ? weight_quad(row, kq) : vec4(0.0);
 #else
-        rw[l] = kq < k4n ? WIDEN(w[row * k4n + kq]) : vec4(0.0);
+        rw[l] = kq < k4n ? WIDEN(w[row * k4n + kq]) : STAGE(0.0);
 #endif
     }
 }
 
-void stash(uint buf, in vec4 rx[LOADS_X], in vec4 rw[LOADS_W]) {
+void stash(uint buf, in STAGE rx[LOADS_X], in STAGE rw[LOADS_W]) {
     const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint l = 0; l < LOADS_X; l++) {
         const uint idx = tid + l * THREADS;
@@ -155,9 +173,9 @@ void stash(uint buf, in vec4 rx[LOADS_X], in vec4 rw[LOADS_W]) {
         const uint sx = ((kk / 4) * SWZ_X) & 7u;                                                \
         const uint sw = ((kk / 4) * SWZ_W) & 7u;                                                \
         [[unroll]] for (uint g = 0; g < TM / 4; g++)                                            \
-            a[g] = xs[((CUR) * BK + kk) * (BM / 4) + ((ty + g * TY) ^ sx)];                     \
+            a[g] = READ(xs[((CUR) * BK + kk) * (BM / 4) + ((ty + g * TY) ^ sx)]);               \
         [[unroll]] for (uint h = 0; h < TN / 4; h++)                                            \
-            b[h] = ws[((CUR) * BK + kk) * (BN / 4) + ((tx + h * TX) ^ sw)];                     \
+            b[h] = READ(ws[((CUR) * BK + kk) * (BN / 4) + ((tx + h * TX) ^ sw)]);               \
         [[unroll]] for (uint g = 0; g < TM / 4; g++)                                            \
             [[unroll]] for (uint r = 0; r < 4; r++)                                             \
                 [[unroll]] for (uint h = 0; h < TN / 4; h++)                                    \
@@ -185,8 +203,8 @@ void main() {
     const uint end = steps;
 #endif
 
-    vec4 rx[LOADS_X];
-    vec4 rw[LOADS_W];
+    STAGE rx[LOADS_X];
+    STAGE rw[LOADS_W];
     fetch(first * BK, m_base, n_base, rx, rw);
     stash(0, rx, rw);
     barrier();
