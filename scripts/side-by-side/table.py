@@ -71,16 +71,22 @@ def main():
     peaks = {p["precision"]: p["gflops"] for d in docs for p in d.get("peak", [])}
     ubs = sorted({u["ubatch"] for d in docs for u in d["ubatches"]})
     print(f"device: {doc['device']['name']} ({doc['device']['driver_info']})\n")
-    for prec in ["fp32", "fp16", "q4_0"]:
-        print(f"### {prec}: rvl / llama.cpp test-backend-ops (TFLOP/s, ratio)\n")
+    for prec in ["fp32", "fp16", "q4_0", "int8"]:
+        if not any(k[0] == prec for k in best):
+            continue
+        what = "rvl only (TOP/s): ggml's MUL_MAT has no int8 x int8 case" if prec == "int8" else "rvl / llama.cpp test-backend-ops (TFLOP/s, ratio)"
+        print(f"### {prec}: {what}\n")
         print("| ubatch | " + " | ".join(ORDER) + " | rvl stack |")
         print("|---:|" + "---|" * len(ORDER) + "---:|")
         for ub in ubs:
             cells = []
             for g in ORDER:
                 r, l = best.get((prec, ub, g)), llama.get((prec, ub, g))
-                if r is None or l is None:
+                if r is None:
                     cells.append("n/a")
+                    continue
+                if l is None:
+                    cells.append(f"{r[0]/1e3:.3g} ({r[1]})")
                     continue
                 cells.append(f"{r[0]/1e3:.3g} / {l/1e3:.3g} = **{r[0]/l:.2f}** ({r[1]})")
             st = stacks.get((prec, ub))
