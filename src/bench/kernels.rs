@@ -324,11 +324,12 @@ impl KernelSpec {
 
         if is_mali(dev) {
             if self.family == Family::Tiled && !self.llama_like {
-                // 64 accumulators plus staging registers: tiled-128x128 measured 481 spills and
-                // 1671 fills in the panvk lab, 152 MiB of scratch per command buffer. llama.cpp's
-                // own tiles still run there, to reproduce what its pipeline meets.
+                // 64 accumulators plus staging registers: every such tile spills in the panvk
+                // lab (docs/panvk-lab.md: 14:18 to 824:1166 with Mesa 26.2; tiled-128x128 481:1671
+                // with 26.1.6, 585:2167 with 26.2, 152 MiB of scratch per command buffer).
+                // llama.cpp's own tiles still run there, to reproduce what its pipeline meets.
                 return Some(
-                    "a desktop shared-memory tile: spills on Mali (tiled-128x128: 481 spills, 1671 fills in the panvk lab)"
+                    "a desktop shared-memory tile: spills on Mali (tiled-128x128: 585 spills, 2167 fills with Mesa 26.2 in the panvk lab)"
                         .into(),
                 );
             }
@@ -593,7 +594,8 @@ fn fp16_shared_tiles() -> Vec<KernelSpec> {
 }
 
 /// Register-blocked configurations `(precision, [wx, wy, TM, TN], spills, fills)` that Mesa
-/// 26.1.6's Valhall compiler spills for a Mali-G610 (64 registers), measured in the panvk lab
+/// 26.1.6's Valhall compiler spills for a Mali-G610 (64 registers; 26.2 spills the same ones,
+/// int8 reg-4x2 10:16 and reg-4x4 39:61 there), measured in the panvk lab
 /// (docs/panvk-lab.md, "rvl's own kernels"). Every spill costs a thread-local scratch buffer of
 /// megabytes per command buffer on panvk, so Mali skips these and runs the clean smaller tiles;
 /// other GPUs, with more registers, keep them.
