@@ -272,8 +272,9 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["probe_limits", "gguf"])]
     pub max_clock: bool,
 
-    /// Measure llama.cpp's real prefill on this model with llama-bench, GPU beside CPU, per ubatch
-    #[arg(long, value_name = "MODEL.gguf", conflicts_with_all = ["probe_limits", "precision", "quick", "full", "device", "model"])]
+    /// Measure llama.cpp's real prefill on this model with llama-bench, GPU beside CPU, per
+    /// ubatch, with rvl's GEMM-only prediction beside it (--quick / --full size its sweep)
+    #[arg(long, value_name = "MODEL.gguf", conflicts_with_all = ["probe_limits", "precision", "device", "model"])]
     pub gguf: Option<PathBuf>,
 
     /// With --gguf: the llama-bench to run [default: bin/llama-bench of rvl's newest llama.cpp]

@@ -260,6 +260,27 @@ fn a_model_whose_header_gives_its_shapes_gets_the_gemm_prediction_beside_the_mea
         p["points"][0]["precision"], "fp32",
         "the file type's precision"
     );
+    assert_eq!(p["sweep"], "default", "{p}");
+    // --quick and --full size the prediction's sweep as they size smoke-bench's own; only a
+    // smaller sweep than --full points to it.
+    for (flag, word) in [("--quick", "quick"), ("--full", "full")] {
+        let sized = b
+            .rvl(&["--ubatch", "16", "--no-cpu", "--json", flag])
+            .run()
+            .expect_code(exit::OK)
+            .stdout_json();
+        assert_eq!(sized["prefill"]["gemm_prediction"]["sweep"], word, "{flag}");
+        let notes = sized["prefill"]["notes"].to_string();
+        assert!(
+            notes.contains(&format!("(a {word} sweep")),
+            "{flag}: {notes}"
+        );
+        assert_eq!(
+            notes.contains("--full screens every kernel"),
+            flag == "--quick",
+            "{flag}: {notes}"
+        );
+    }
     let row = &doc["prefill"]["ubatches"][0];
     let pred = row["gemm_predicted_tokens_per_s"].as_f64().unwrap();
     let ratio = row["measured_over_predicted"].as_f64().unwrap();

@@ -314,6 +314,7 @@ fn notes_for(gpu: &Gpu, ubatches: &[UbatchResult]) -> Vec<String> {
 pub fn predict(
     shapes: &crate::prefill::gguf::Shapes,
     ubatches: &[u32],
+    sweep: crate::prefill::plan::SweepSize,
     precision: Option<&str>,
     device: Option<usize>,
     settings: &Settings,
@@ -338,7 +339,11 @@ pub fn predict(
             model,
             ubatches: ubatches.to_vec(),
             precisions,
-            size: Size::Quick,
+            size: match sweep {
+                crate::prefill::plan::SweepSize::Quick => Size::Quick,
+                crate::prefill::plan::SweepSize::Default => Size::Default,
+                crate::prefill::plan::SweepSize::Full => Size::Full,
+            },
             cpu: false,
         },
         inject: inject::Injector::default(),

@@ -35,7 +35,7 @@ use crate::vulkan::{DeviceInfo, VulkanProbe};
 
 use compare::Comparison;
 use parse::BenchLine;
-use plan::Plan;
+use plan::{Plan, SweepSize};
 use report::{Case, LlamaBench, ModelFile, Report, Side, UbatchRow, VulkanDevice};
 
 /// The verb, as the envelope names it.
@@ -200,14 +200,16 @@ fn gemm_prediction(
     };
     if progress {
         eprintln!(
-            "smoke-bench: the GEMM-only prediction for {} (a quick sweep)",
-            shapes.describe()
+            "smoke-bench: the GEMM-only prediction for {} (a {} sweep)",
+            shapes.describe(),
+            plan.sweep.word()
         );
     }
     let precision = gguf::precision_of(shapes.file_type);
     let run = crate::bench::predict(
         &shapes,
         &plan.ubatches,
+        plan.sweep,
         precision,
         device.map(|d| d.index),
         settings,
@@ -217,11 +219,13 @@ fn gemm_prediction(
         Ok((device, points)) => report::GemmPrediction {
             shapes: Some(shapes.describe()),
             device: Some(device),
+            sweep: Some(plan.sweep),
             points,
             error: None,
         },
         Err(e) => report::GemmPrediction {
             shapes: Some(shapes.describe()),
+            sweep: Some(plan.sweep),
             error: Some(e.to_string()),
             ..Default::default()
         },
@@ -432,7 +436,7 @@ fn build_report(
     ];
     match &prediction.error {
         Some(e) => notes.push(format!("no GEMM prediction beside it: {e}")),
-        None => notes.push("the GEMM prediction covers the linear layers only (a quick sweep); measured/pred below 1 is what attention, norms, RoPE, the LM head and llama.cpp's own overheads cost".into()),
+        None => notes.push(format!("the GEMM prediction covers the linear layers only (a {} sweep{}); measured/pred below 1 is what attention, norms, RoPE, the LM head and llama.cpp's own overheads cost", plan.sweep.word(), if plan.sweep == SweepSize::Full { "" } else { "; --full screens every kernel" })),
     }
     if let Some(d) = &device {
         if d.kind == "cpu" {

@@ -19,9 +19,33 @@ pub const MAX_PROMPT: u32 = 1 << 16;
 /// Every layer: more than any model has (llama.cpp caps it at the model's count).
 pub const ALL_LAYERS: &str = "99";
 
+/// How big a GEMM sweep the prediction beside the measurement runs: `--quick`, the default, or
+/// `--full`, as for smoke-bench's own sweep. The default screens far more kernels than
+/// `--quick` on a fast GPU, where the quick budget skips the shared-memory tiles that win (an
+/// H200's quick prediction undersold llama.cpp's measured rate 3-4x).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepSize {
+    Quick,
+    Default,
+    Full,
+}
+
+impl SweepSize {
+    pub fn word(self) -> &'static str {
+        match self {
+            SweepSize::Quick => "quick",
+            SweepSize::Default => "default",
+            SweepSize::Full => "full",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub model: PathBuf,
+    /// The size of the GEMM prediction's sweep.
+    pub sweep: SweepSize,
     pub prompt: u32,
     pub ubatches: Vec<u32>,
     pub cpu: bool,
@@ -47,8 +71,14 @@ impl Plan {
         if timeout == 0 {
             return Err("--case-timeout 0: give each run at least 1 second".into());
         }
+        let sweep = match (args.quick, args.full) {
+            (true, _) => SweepSize::Quick,
+            (_, true) => SweepSize::Full,
+            _ => SweepSize::Default,
+        };
         Ok(Plan {
             model,
+            sweep,
             prompt,
             ubatches,
             cpu: !args.no_cpu,

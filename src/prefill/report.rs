@@ -99,6 +99,9 @@ pub struct GemmPrediction {
     pub shapes: Option<String>,
     /// The Vulkan device the GEMMs ran on.
     pub device: Option<String>,
+    /// The sweep's size (`--quick`, default, `--full`); absent in records saved before it.
+    #[serde(default)]
+    pub sweep: Option<super::plan::SweepSize>,
     pub points: Vec<GemmPoint>,
     /// Why there is no prediction (no shapes in the header, no Vulkan in this rvl, ...).
     pub error: Option<String>,
