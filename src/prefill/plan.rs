@@ -21,8 +21,9 @@ pub const ALL_LAYERS: &str = "99";
 
 /// How big a GEMM sweep the prediction beside the measurement runs: `--quick`, the default, or
 /// `--full`, as for smoke-bench's own sweep. The default screens far more kernels than
-/// `--quick` on a fast GPU, where the quick budget skips the shared-memory tiles that win (an
-/// H200's quick prediction undersold llama.cpp's measured rate 3-4x).
+/// `--quick` on a fast GPU, where the quick budget skips the shared-memory tiles that win (on an
+/// H200, measured/predicted 3.06 / 3.53 at ubatch 64 / 512 with the quick sweep, 1.06 / 0.93
+/// with the default one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SweepSize {
