@@ -33,7 +33,7 @@ pub fn run(_args: &cli::BenchArgs, _settings: &Settings) -> anyhow::Result<Bench
 pub fn predict(
     _shapes: &crate::prefill::gguf::Shapes,
     _ubatches: &[u32],
-    _sweep: crate::prefill::plan::SweepSize,
+    _size: crate::prefill::plan::SweepSize,
     _precision: Option<&str>,
     _device: Option<usize>,
     _settings: &Settings,

@@ -265,7 +265,7 @@ impl KernelSpec {
             return Cow::Borrowed(self);
         }
         let (&[_, bm, bn, bk, tm, tn, _], Some(operands)) =
-            (&self.spec[..], TiledOperands::of(self.precision))
+            (&self.spec[..], TiledOperands::of_spirv(self.spirv))
         else {
             return Cow::Borrowed(self);
         };
@@ -458,14 +458,23 @@ enum TiledOperands {
 }
 
 impl TiledOperands {
-    /// The tiled build for a precision's operands.
-    fn of(p: Precision) -> Option<TiledOperands> {
-        match p {
-            Precision::Fp32 => Some(TiledOperands::Fp32),
-            Precision::Fp16 => Some(TiledOperands::Fp16),
-            Precision::Q4_0 => Some(TiledOperands::Q4_0),
-            Precision::Int8 => Some(TiledOperands::Int8),
-        }
+    const ALL: [TiledOperands; 5] = [
+        TiledOperands::Fp32,
+        TiledOperands::Fp16,
+        TiledOperands::Fp16Shared,
+        TiledOperands::Q4_0,
+        TiledOperands::Int8,
+    ];
+
+    /// The operand build a tiled kernel's SPIR-V is (fp16 has two, so the precision alone
+    /// does not say); None for the register and fixed-grid kernels.
+    fn of_spirv(spirv: &[u8]) -> Option<TiledOperands> {
+        use TiledLoop::{Guarded, Peeled, SplitK};
+        TiledOperands::ALL.into_iter().find(|&o| {
+            [Guarded, Peeled, SplitK(2)]
+                .into_iter()
+                .any(|form| tiled_spirv(o, form).is_some_and(|b| std::ptr::eq(b, spirv)))
+        })
     }
 
     fn precision(self) -> Precision {
@@ -566,7 +575,7 @@ fn low_precision_tiles(operands: TiledOperands) -> Vec<KernelSpec> {
 /// fp16, beat rvl's fp32-staged ones at ubatch 64 (qkv 19.5 against 16.0 TFLOP/s) and at 128 on
 /// gate (36.5 against 30.3); these are the same shapes staged as llama.cpp does, measured beside
 /// them. After the fp16 family, so a budgeted run screens what it did before; never on Mali
-/// (not llama-like). No -splitcu form: for_shape rebuilds a variant from its precision's build.
+/// (not llama-like).
 fn fp16_shared_tiles() -> Vec<KernelSpec> {
     use TiledLoop::{Guarded, Peeled, SplitK};
     [
@@ -1213,6 +1222,31 @@ mod tests {
         assert!(std::ptr::eq(r.spirv, GEMM_TILED_F32));
         // K = 32 is two steps of 16: two slices however few the workgroups.
         assert_eq!(k.for_shape(1, 128, 32, Some(132)).split_k, 2);
+        // Each operand build resolves to its own split and guarded builds, fp16's two included
+        // (same precision, other SPIR-V).
+        for (k, split, guarded) in [
+            (
+                find("tiled-64x128-splitcu", Precision::Q4_0).unwrap(),
+                GEMM_TILED_SPLITK_Q4_0,
+                GEMM_TILED_Q4_0,
+            ),
+            (
+                KernelSpec::tiled_in(
+                    TiledOperands::Fp16Shared,
+                    "t",
+                    [64, 128, 16, 8, 8],
+                    TiledLoop::SplitPerCu,
+                ),
+                GEMM_TILED_SPLITK_F16S,
+                GEMM_TILED_F16S,
+            ),
+        ] {
+            let r = k.for_shape(64, 2048, 2048, Some(132));
+            assert!(std::ptr::eq(r.spirv, split), "{}", k.name);
+            assert_eq!(r.shared_bytes, k.shared_bytes, "{}", k.name);
+            let r = k.for_shape(512, 11008, 2048, Some(132));
+            assert!(std::ptr::eq(r.spirv, guarded), "{}", k.name);
+        }
         // Fixed kernels pass through unchanged.
         let fixed = find("tiled-64x128-split4", Precision::Fp32).unwrap();
         assert!(matches!(

@@ -347,7 +347,7 @@ fn peak_loop_below_a_gemm(ubatches: &[UbatchResult]) -> Vec<String> {
 pub fn predict(
     shapes: &crate::prefill::gguf::Shapes,
     ubatches: &[u32],
-    sweep: crate::prefill::plan::SweepSize,
+    size: Size,
     precision: Option<&str>,
     device: Option<usize>,
     settings: &Settings,
@@ -372,11 +372,7 @@ pub fn predict(
             model,
             ubatches: ubatches.to_vec(),
             precisions,
-            size: match sweep {
-                crate::prefill::plan::SweepSize::Quick => Size::Quick,
-                crate::prefill::plan::SweepSize::Default => Size::Default,
-                crate::prefill::plan::SweepSize::Full => Size::Full,
-            },
+            size,
             cpu: false,
         },
         inject: inject::Injector::default(),

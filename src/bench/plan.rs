@@ -9,24 +9,8 @@ use crate::cli::BenchArgs;
 /// without the bench feature).
 pub use crate::llama::{MAX_UBATCH, UBATCH_SWEEP as DEFAULT_UBATCHES};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Size {
-    Quick,
-    Default,
-    Full,
-}
-
-impl Size {
-    /// The word the human output uses ("quick run"), as the flag spells it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Size::Quick => "quick",
-            Size::Default => "default",
-            Size::Full => "full",
-        }
-    }
-}
+/// The sweep's size, shared with `smoke-bench --gguf`'s prediction (built without this feature).
+pub use crate::prefill::plan::SweepSize as Size;
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -54,18 +38,11 @@ impl Plan {
             list.dedup();
             Some(list)
         };
-        let size = if args.quick {
-            Size::Quick
-        } else if args.full {
-            Size::Full
-        } else {
-            Size::Default
-        };
         Ok(Plan {
             model,
             ubatches,
             precisions,
-            size,
+            size: Size::from_flags(args.quick, args.full),
             cpu: !args.no_cpu,
         })
     }

@@ -19,11 +19,12 @@ pub const MAX_PROMPT: u32 = 1 << 16;
 /// Every layer: more than any model has (llama.cpp caps it at the model's count).
 pub const ALL_LAYERS: &str = "99";
 
-/// How big a GEMM sweep the prediction beside the measurement runs: `--quick`, the default, or
-/// `--full`, as for smoke-bench's own sweep. The default screens far more kernels than
-/// `--quick` on a fast GPU, where the quick budget skips the shared-memory tiles that win (on an
-/// H200, measured/predicted 3.06 / 3.53 at ubatch 64 / 512 with the quick sweep, 1.06 / 0.93
-/// with the default one).
+/// How big a GEMM sweep is: `--quick`, the default, or `--full`. smoke-bench's own sweep
+/// (bench::plan::Size, this type) and the prediction `--gguf` sets beside its measurement take
+/// it from the same flags; it lives here because `--gguf` builds without the bench feature. For
+/// the prediction the default screens far more kernels than `--quick` on a fast GPU, where the
+/// quick budget skips the shared-memory tiles that win (on an H200, measured/predicted 3.06 /
+/// 3.53 at ubatch 64 / 512 with the quick sweep, 1.06 / 0.93 with the default one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SweepSize {
@@ -33,6 +34,18 @@ pub enum SweepSize {
 }
 
 impl SweepSize {
+    /// From the `--quick` and `--full` flags (clap keeps them apart).
+    pub fn from_flags(quick: bool, full: bool) -> SweepSize {
+        if quick {
+            SweepSize::Quick
+        } else if full {
+            SweepSize::Full
+        } else {
+            SweepSize::Default
+        }
+    }
+
+    /// The word the human output uses ("quick run"), as the flag spells it.
     pub fn word(self) -> &'static str {
         match self {
             SweepSize::Quick => "quick",
@@ -72,14 +85,9 @@ impl Plan {
         if timeout == 0 {
             return Err("--case-timeout 0: give each run at least 1 second".into());
         }
-        let sweep = match (args.quick, args.full) {
-            (true, _) => SweepSize::Quick,
-            (_, true) => SweepSize::Full,
-            _ => SweepSize::Default,
-        };
         Ok(Plan {
             model,
-            sweep,
+            sweep: SweepSize::from_flags(args.quick, args.full),
             prompt,
             ubatches,
             cpu: !args.no_cpu,
