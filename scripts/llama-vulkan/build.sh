@@ -6,8 +6,9 @@
 #
 # stdout: the path of the built llama-bench (one line, nothing else), so
 #   RVL_LLAMA_BENCH="$(scripts/llama-vulkan/build.sh --cache DIR)"
-# works; progress goes to stderr. llama-server is built beside it unless
-# --only-bench. Default cache: $LLAMA_VK_CACHE, else .cache/llama-vulkan in
+# works; progress goes to stderr. Beside it, unless --only-bench: llama-server,
+# test-backend-ops (the correctness gate and the subgroup-16 tests) and
+# ggml-rpc-server (llama.cpp's RPC worker, -DGGML_RPC=ON). Default cache: $LLAMA_VK_CACHE, else .cache/llama-vulkan in
 # the repository (ignored by git).
 #
 # Steps (each skipped when its result is already in the cache):
@@ -37,7 +38,7 @@ die() {
 need_cmd() { command -v "$1" >/dev/null 2>&1 || die "missing host tool '$1' (apt-get install $2)"; }
 
 cache="${LLAMA_VK_CACHE:-$repo/.cache/llama-vulkan}"
-targets=(llama-bench llama-server)
+targets=(llama-bench llama-server test-backend-ops ggml-rpc-server)
 while [ $# -gt 0 ]; do
     case "$1" in
         --cache)
@@ -72,7 +73,7 @@ for v in filename size sha package version tree_rel; do
 done
 
 cmake_flags=(-DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF
-    -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+    -DGGML_OPENMP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_RPC=ON
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON)
 key="$({
     cat "$pdir/PIN.yaml" "$pdir/series"
