@@ -418,3 +418,56 @@ fn fuzz_gguf() {
         let _ = rvl::gguf::read::parse(bytes, false);
     });
 }
+
+/// Run `parse` on `bytes` on a thread and wait at most [`PER_INPUT`]: a parser that is slow on
+/// large inputs fails here within the bound instead of holding the test for hours.
+fn within_bound(name: &str, bytes: Vec<u8>, parse: fn(&[u8])) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let len = bytes.len();
+    std::thread::spawn(move || {
+        let t = Instant::now();
+        parse(&bytes);
+        let _ = tx.send(t.elapsed());
+    });
+    match rx.recv_timeout(PER_INPUT) {
+        Ok(took) => assert!(took < PER_INPUT, "{name}: {len} bytes took {took:?}"),
+        Err(_) => panic!("{name}: {len} bytes not parsed within {PER_INPUT:?}"),
+    }
+}
+
+/// GGUF headers of 100k distinct metadata keys and of 100k tensors (2-3 MiB each; a 64 MiB
+/// header holds 3M): each name is checked against the others. A linear scan per name (main at
+/// 4201ed1) took 3.6 s at 40k keys and 16 s at 80k in this debug build, so about 25 s here;
+/// with sets, 3M keys take about 5 s (`cargo run --example gguf-parse-time -- 40000 3000000`).
+#[test]
+fn fuzz_gguf_headers_with_many_names_parse_within_the_bound() {
+    fn push_str(b: &mut Vec<u8>, s: &str) {
+        b.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        b.extend_from_slice(s.as_bytes());
+    }
+    const N: u64 = 100_000;
+    let mut keys = b"GGUF\x03\0\0\0".to_vec();
+    keys.extend_from_slice(&0u64.to_le_bytes());
+    keys.extend_from_slice(&N.to_le_bytes());
+    for i in 0..N {
+        push_str(&mut keys, &format!("general.key.{i}"));
+        keys.extend_from_slice(&4u32.to_le_bytes()); // u32
+        keys.extend_from_slice(&(i as u32).to_le_bytes());
+    }
+    let mut tensors = b"GGUF\x03\0\0\0".to_vec();
+    tensors.extend_from_slice(&N.to_le_bytes());
+    tensors.extend_from_slice(&0u64.to_le_bytes());
+    for i in 0..N {
+        push_str(&mut tensors, &format!("blk.{i}.ffn_up.weight"));
+        tensors.extend_from_slice(&1u32.to_le_bytes());
+        tensors.extend_from_slice(&8u64.to_le_bytes());
+        tensors.extend_from_slice(&0u32.to_le_bytes()); // f32: 32 bytes
+        tensors.extend_from_slice(&(i * 32).to_le_bytes());
+    }
+    fn both(b: &[u8]) {
+        assert!(rvl::gguf::read::parse(b, false).is_ok());
+        let _ = rvl::gguf::read::parse(b, true);
+    }
+    within_bound("100k metadata keys", keys, both);
+    within_bound("100k tensors", tensors, both);
+}

@@ -7,16 +7,25 @@
 //! (tensor data is not read); [`parse`] then checks sizes against the prefix only when
 //! `whole_file` is set.
 
+use std::collections::HashSet;
+
 use super::{GgmlType, Gguf, GgufError, TensorInfo, Value, ValueType, DEFAULT_ALIGNMENT, MAGIC};
 
 /// Deeper array nesting than this is refused (llama.cpp's files nest at most one level).
 pub const MAX_ARRAY_DEPTH: usize = 4;
 /// A tensor has at most this many dimensions (GGML_MAX_DIMS).
 pub const MAX_DIMS: u32 = 4;
+/// Metadata values in all (keys and array elements together). A value takes at least one
+/// byte of the file but 32 bytes in memory, so without a count a 64 MiB header of byte
+/// arrays would become 2 GiB; real models hold about a million (a 256k-token vocabulary's
+/// tokens, scores, types and merges).
+pub const MAX_VALUES: usize = 1 << 22;
 
 struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Values still allowed ([`MAX_VALUES`] at the start).
+    values_left: usize,
 }
 
 impl<'a> Cursor<'a> {
@@ -60,10 +69,26 @@ impl<'a> Cursor<'a> {
     }
 
     fn string(&mut self, what: &'static str) -> Result<String, GgufError> {
+        self.str(what).map(str::to_string)
+    }
+
+    /// A string borrowed from the input (names are checked for duplicates before they are
+    /// copied).
+    fn str(&mut self, what: &'static str) -> Result<&'a str, GgufError> {
         let n = self.count(1, what)?;
         let raw = self.take(n, what)?;
-        String::from_utf8(raw.to_vec())
+        std::str::from_utf8(raw)
             .map_err(|_| GgufError::Invalid(format!("{what} is not valid UTF-8")))
+    }
+
+    /// Take `n` values from the budget, or refuse the file.
+    fn spend(&mut self, n: usize) -> Result<(), GgufError> {
+        self.values_left = self.values_left.checked_sub(n).ok_or_else(|| {
+            GgufError::Invalid(format!(
+                "more than {MAX_VALUES} metadata values (keys and array items; a real model has about a million)"
+            ))
+        })?;
+        Ok(())
     }
 
     fn value(&mut self, key: &str, ty: ValueType, depth: usize) -> Result<Value, GgufError> {
@@ -101,6 +126,7 @@ impl<'a> Cursor<'a> {
                     tag,
                 })?;
                 let n = self.count(min_size(elem), "an array")?;
+                self.spend(n)?;
                 let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(key, elem, depth + 1)?);
@@ -125,7 +151,11 @@ fn min_size(ty: ValueType) -> usize {
 /// Parse `bytes`: the whole file (`whole_file`: every known-type tensor must lie inside it)
 /// or a prefix holding at least the header and tables.
 pub fn parse(bytes: &[u8], whole_file: bool) -> Result<Gguf, GgufError> {
-    let mut c = Cursor { bytes, pos: 0 };
+    let mut c = Cursor {
+        bytes,
+        pos: 0,
+        values_left: MAX_VALUES,
+    };
     if c.take(4, "the magic").map_err(|_| GgufError::NotGguf)? != MAGIC {
         return Err(GgufError::NotGguf);
     }
@@ -136,23 +166,28 @@ pub fn parse(bytes: &[u8], whole_file: bool) -> Result<Gguf, GgufError> {
     // a tensor record takes at least 8 (name) + 4 (dims) + 4 (type) + 8 (offset) bytes
     let n_tensors = c.count(24, "the tensor count")?;
     let n_kv = c.count(12, "the metadata count")?;
+    c.spend(n_kv)?;
 
+    // Duplicates are found with sets of names borrowed from the input: a linear scan per
+    // name made a header of millions of keys (64 MiB holds about 3M) parse for hours.
+    let mut keys: HashSet<&str> = HashSet::with_capacity(n_kv);
     let mut metadata: Vec<(String, Value)> = Vec::with_capacity(n_kv);
     for _ in 0..n_kv {
-        let key = c.string("a metadata key")?;
-        if metadata.iter().any(|(k, _)| *k == key) {
+        let key = c.str("a metadata key")?;
+        if !keys.insert(key) {
             return Err(GgufError::Invalid(format!(
                 "metadata key {key:?} appears twice"
             )));
         }
         let tag = c.u32("a value type")?;
         let ty = ValueType::from_u32(tag).ok_or_else(|| GgufError::ValueType {
-            key: key.clone(),
+            key: key.to_string(),
             tag,
         })?;
-        let value = c.value(&key, ty, 0)?;
-        metadata.push((key, value));
+        let value = c.value(key, ty, 0)?;
+        metadata.push((key.to_string(), value));
     }
+    drop(keys);
 
     let alignment = match metadata.iter().find(|(k, _)| k == "general.alignment") {
         None => DEFAULT_ALIGNMENT,
@@ -164,9 +199,10 @@ pub fn parse(bytes: &[u8], whole_file: bool) -> Result<Gguf, GgufError> {
         }
     };
 
+    let mut names: HashSet<&str> = HashSet::with_capacity(n_tensors);
     let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors);
     for _ in 0..n_tensors {
-        let name = c.string("a tensor name")?;
+        let name = c.str("a tensor name")?;
         let n_dims = c.u32("a tensor's dimension count")?;
         if n_dims == 0 || n_dims > MAX_DIMS {
             return Err(GgufError::Invalid(format!(
@@ -184,11 +220,11 @@ pub fn parse(bytes: &[u8], whole_file: bool) -> Result<Gguf, GgufError> {
                 "tensor {name:?} offset {offset} is not a multiple of the alignment {alignment}"
             )));
         }
-        if tensors.iter().any(|t| t.name == name) {
+        if !names.insert(name) {
             return Err(GgufError::Invalid(format!("tensor {name:?} appears twice")));
         }
         tensors.push(TensorInfo {
-            name,
+            name: name.to_string(),
             dims,
             ggml_type,
             offset,
@@ -325,5 +361,53 @@ mod tests {
             b.extend_from_slice(&1u32.to_le_bytes());
         }
         assert!(parse(&b, true).unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn a_duplicate_among_many_keys_or_tensors_is_found_by_name() {
+        let n = 5000;
+        let mut b = header(0, n + 1);
+        for i in 0..n {
+            push_str(&mut b, &format!("k{i}"));
+            b.extend_from_slice(&0u32.to_le_bytes());
+            b.push(1);
+        }
+        push_str(&mut b, "k1234");
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.push(1);
+        let e = parse(&b, false).unwrap_err().to_string();
+        assert_eq!(e, "metadata key \"k1234\" appears twice");
+
+        let mut b = header(3, 0);
+        for name in ["a", "b", "a"] {
+            push_str(&mut b, name);
+            b.extend_from_slice(&1u32.to_le_bytes());
+            b.extend_from_slice(&1u64.to_le_bytes());
+            b.extend_from_slice(&0u32.to_le_bytes());
+            b.extend_from_slice(&0u64.to_le_bytes());
+        }
+        let e = parse(&b, false).unwrap_err().to_string();
+        assert_eq!(e, "tensor \"a\" appears twice");
+    }
+
+    #[test]
+    fn more_metadata_values_than_a_real_model_has_are_refused_before_allocating() {
+        // One u8 array of MAX_VALUES items: 4 MiB of file, 128 MiB as values.
+        let mut b = header(0, 1);
+        push_str(&mut b, "tokenizer.ggml.token_type");
+        b.extend_from_slice(&9u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(MAX_VALUES as u64).to_le_bytes());
+        b.resize(b.len() + MAX_VALUES, 1);
+        let e = parse(&b, false).unwrap_err().to_string();
+        assert!(e.contains("more than 4194304 metadata values"), "{e}");
+        // One fewer fits (the key is a value too).
+        let mut b = header(0, 1);
+        push_str(&mut b, "k");
+        b.extend_from_slice(&9u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(MAX_VALUES as u64 - 1).to_le_bytes());
+        b.resize(b.len() + MAX_VALUES - 1, 1);
+        assert_eq!(parse(&b, false).unwrap().metadata.len(), 1);
     }
 }

@@ -4,6 +4,7 @@
 //! model of a few GB is written without holding it in memory; each tensor's bytes must be
 //! exactly what its type and dims say.
 
+use std::collections::HashSet;
 use std::io::Write;
 
 use super::{GgmlType, GgufError, Value, ValueType, DEFAULT_ALIGNMENT, MAGIC, VERSION};
@@ -93,8 +94,9 @@ pub fn header(
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(tensors.len() as u64).to_le_bytes());
     out.extend_from_slice(&(metadata.len() as u64).to_le_bytes());
-    for (i, (key, value)) in metadata.iter().enumerate() {
-        if metadata[..i].iter().any(|(k, _)| k == key) {
+    let mut keys: HashSet<&str> = HashSet::with_capacity(metadata.len());
+    for (key, value) in metadata {
+        if !keys.insert(key) {
             return Err(GgufError::Invalid(format!(
                 "metadata key {key:?} appears twice"
             )));
@@ -105,8 +107,9 @@ pub fn header(
     }
     let mut offsets = Vec::with_capacity(tensors.len());
     let mut next = 0u64;
-    for (i, t) in tensors.iter().enumerate() {
-        if tensors[..i].iter().any(|o| o.name == t.name) {
+    let mut names: HashSet<&str> = HashSet::with_capacity(tensors.len());
+    for t in tensors {
+        if !names.insert(&t.name) {
             return Err(GgufError::Invalid(format!(
                 "tensor {:?} appears twice",
                 t.name
@@ -127,7 +130,15 @@ pub fn header(
         out.extend_from_slice(&t.ggml_type.0.to_le_bytes());
         out.extend_from_slice(&next.to_le_bytes());
         offsets.push(next);
-        next = (next + t.byte_size()?).next_multiple_of(alignment);
+        next = next
+            .checked_add(t.byte_size()?)
+            .and_then(|end| end.checked_next_multiple_of(alignment))
+            .ok_or_else(|| {
+                GgufError::Invalid(format!(
+                    "tensor {:?}: the data section would pass 2^64 bytes",
+                    t.name
+                ))
+            })?;
     }
     let padded = (out.len() as u64).next_multiple_of(alignment) as usize;
     out.resize(padded, 0);
