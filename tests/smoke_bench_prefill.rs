@@ -307,8 +307,98 @@ fn a_header_without_shapes_says_why_there_is_no_prediction_and_keeps_the_plain_t
     assert!(!out.stdout().contains("GEMM-only pred"), "{out}");
     assert!(
         out.stdout().contains(
-            "note: no GEMM prediction beside it: the GGUF header gives no layer shapes ("
+            "note: no GEMM prediction beside it: the GGUF header gives no usable layer shapes ("
         ),
         "{out}"
     );
+}
+
+/// Layer shapes of 2^32-1 (llama-bench never reads them; rvl's prediction does): a named note,
+/// and the measured runs come out whole, as JSON and as the table. On 4201ed1 the prediction
+/// tried to allocate 4 TB after the runs and the process aborted with nothing printed.
+#[test]
+fn absurd_layer_shapes_are_a_named_note_and_the_measured_runs_still_come_out() {
+    let b = stand_in("");
+    let max = u32::MAX;
+    for (hidden, ffn, layers, key) in [
+        (max, 64, 2, "embedding_length"),
+        (64, max, 2, "feed_forward_length"),
+        (64, 64, max, "block_count"),
+    ] {
+        let gguf = common::prefill::shapes_gguf(hidden, ffn, layers, 1, 1, Some(2));
+        std::fs::write(&b.model, gguf).unwrap();
+        let out = b
+            .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+            .run()
+            .expect_code(exit::OK);
+        let doc = out.stdout_json();
+        let p = &doc["prefill"];
+        assert_eq!(p["ubatches"][0]["gpu"]["status"], "ok", "{out}");
+        assert_eq!(p["ubatches"][0]["gpu"]["tokens_per_s"], 32.5, "{out}");
+        let error = p["gemm_prediction"]["error"].as_str().unwrap_or_default();
+        assert_eq!(
+            error,
+            format!("the GGUF header gives no usable layer shapes (llama.{key} 4294967295 is beyond any real model (at most {}))",
+                match key { "embedding_length" => 65536, "feed_forward_length" => 262144, _ => 1024 }),
+            "{out}"
+        );
+        assert!(p["gemm_prediction"]["points"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+    }
+    let human = b
+        .rvl(&["--ubatch", "16", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(human.stdout().contains("| 16 | 32.5 |"), "{human}");
+    assert!(
+        human
+            .stdout()
+            .contains("note: no GEMM prediction beside it: the GGUF header gives no usable layer shapes (llama.block_count 4294967295 is beyond"),
+        "{human}"
+    );
+}
+
+/// A K that q4_0's blocks do not divide, and the largest shapes rvl takes (hidden 65536, ffn
+/// 262144, 1024 layers: 64 GiB per fp32 weight matrix): sized by arithmetic before anything is
+/// packed, the reason named in the prediction's error, the measured runs kept. On 4201ed1 the
+/// first panicked in the Q4_0 packer (exit 70, results lost); the second, on a GPU whose
+/// outputs are not capped as lavapipe's are, packed 64 GiB on the host before checking the
+/// device's limit, and gave no reason for the missing prediction anywhere.
+#[test]
+fn shapes_too_large_for_the_device_or_not_whole_blocks_are_skipped_before_packing() {
+    if common::vulkan_instance().is_none() {
+        return;
+    }
+    let b = stand_in("");
+    for (gguf, precision, why) in [
+        (
+            common::prefill::shapes_gguf(100, 160, 2, 4, 2, Some(2)),
+            "q4_0",
+            "q4_0 needs every K to be a multiple of 32; the qkv GEMM's K is 100",
+        ),
+        (
+            common::prefill::shapes_gguf(65536, 262144, 1024, 64, 8, Some(0)),
+            "fp32",
+            "above the device's maxStorageBufferRange",
+        ),
+    ] {
+        std::fs::write(&b.model, gguf).unwrap();
+        let out = b
+            .rvl(&["--ubatch", "16", "--no-cpu", "--json", "--quick"])
+            .run()
+            .expect_code(exit::OK);
+        let doc = out.stdout_json();
+        let p = &doc["prefill"];
+        assert_eq!(p["ubatches"][0]["gpu"]["status"], "ok", "{out}");
+        let error = p["gemm_prediction"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with(&format!(
+                "no kernel ran at the model's shapes ({precision}: "
+            )),
+            "{out}"
+        );
+        assert!(error.contains(why), "{why}: {out}");
+    }
 }

@@ -353,6 +353,8 @@ pub fn predict(
     settings: &Settings,
     progress: bool,
 ) -> Result<(String, Vec<crate::prefill::report::GemmPoint>), Error> {
+    // The shapes come from a file: only a real model's (every size below fits a u64).
+    shapes.check().map_err(Error::BadInput)?;
     // Plans hold a preset (&'static); a model read from a file lives for this one run, so
     // leaking its few bytes is the simple way to give it that lifetime.
     let model: &'static model::Model = Box::leak(Box::new(model::Model {
@@ -400,7 +402,31 @@ pub fn predict(
                 predicted_tokens_per_s: best.and_then(|s| s.predicted_tokens_per_s),
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    if points.iter().all(|p| p.predicted_tokens_per_s.is_none()) {
+        // Say why, once per distinct reason: a shape above the device's buffer limit, more
+        // memory than there is, a failed Vulkan call.
+        let mut why: Vec<String> = Vec::new();
+        for s in report.ubatches.iter().flat_map(|u| &u.stacks) {
+            let r = s
+                .reason
+                .clone()
+                .or_else(|| s.error.as_ref().map(|e| e.to_string()));
+            if let Some(r) = r.map(|r| format!("{}: {r}", s.precision.name())) {
+                if !why.contains(&r) {
+                    why.push(r);
+                }
+            }
+        }
+        return Err(Error::BadInput(format!(
+            "no kernel ran at the model's shapes ({})",
+            if why.is_empty() {
+                "no reason recorded".to_string()
+            } else {
+                why.join("; ")
+            }
+        )));
+    }
     Ok((format!("{}: {}", gpu.info.index, gpu.info.name), points))
 }
 

@@ -35,6 +35,7 @@ impl Rng {
     }
 }
 
+/// `rows x k` values; the caller bounds the size first ([`footprint`]).
 pub fn random_values(rows: u32, k: u32, seed: u64) -> Vec<f32> {
     let mut rng = Rng::new(seed);
     (0..rows as usize * k as usize)
@@ -48,6 +49,44 @@ pub fn random_values(rows: u32, k: u32, seed: u64) -> Vec<f32> {
 pub enum Side {
     Activations,
     Weights,
+}
+
+/// What packing one `rows x k` matrix takes, computed before anything is allocated: the
+/// largest device buffer (the packed data) and the host memory held at the peak of packing
+/// (the random values, the packed data and scales, and the values kept for the reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    pub device: u64,
+    pub host: u64,
+}
+
+/// The [`Footprint`] of [`pack`]ing a `rows x k` matrix, or None when a size overflows a u64
+/// (shapes come from files) or `k` is not a whole number of the format's blocks.
+pub fn footprint(precision: Precision, side: Side, rows: u32, k: u32) -> Option<Footprint> {
+    let fmt = match (precision, side) {
+        (Precision::Q4_0, Side::Activations) => Precision::Fp32,
+        (p, _) => p,
+    };
+    let elems = u64::from(rows).checked_mul(u64::from(k))?;
+    let (data, scales) = match fmt {
+        Precision::Fp32 | Precision::Fp16 => {
+            let ldk = u64::from(k).checked_next_multiple_of(4)?;
+            let elem = if fmt == Precision::Fp32 { 4 } else { 2 };
+            (u64::from(rows).checked_mul(ldk)?.checked_mul(elem)?, 0)
+        }
+        Precision::Int8 | Precision::Q4_0 if k % fmt.k_block() != 0 => return None,
+        Precision::Int8 => (elems, elems / 32 * 4),
+        Precision::Q4_0 => {
+            let blocks = elems / 32;
+            (blocks.checked_mul(16)?, blocks.next_multiple_of(2) * 2)
+        }
+    };
+    let f32s = elems.checked_mul(4)?;
+    let host = f32s
+        .checked_mul(2)?
+        .checked_add(data)?
+        .checked_add(scales)?;
+    Some(Footprint { device: data, host })
 }
 
 /// Pack `values` (`rows x k`) for `precision`. Quantised formats need `k % 32 == 0`.
@@ -207,6 +246,30 @@ pub use crate::gguf::{f16_to_f32, f32_to_f16};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_footprint_is_what_packing_allocates_and_none_past_a_u64() {
+        for p in Precision::ALL {
+            for side in [Side::Activations, Side::Weights] {
+                let (rows, k) = (6, 96);
+                let f = footprint(p, side, rows, k).unwrap();
+                let values = random_values(rows, k, 1);
+                let packed = pack(p, side, rows, k, &values);
+                assert_eq!(f.device, packed.data.len() as u64, "{p:?} {side:?}");
+                let held = (values.len() + packed.values.len()) * 4
+                    + packed.data.len()
+                    + packed.scales.len();
+                assert_eq!(f.host, held as u64, "{p:?} {side:?}");
+            }
+        }
+        assert_eq!(footprint(Precision::Q4_0, Side::Weights, 4, 100), None);
+        assert!(footprint(Precision::Q4_0, Side::Activations, 4, 100).is_some());
+        let max = u32::MAX;
+        let huge = footprint(Precision::Fp32, Side::Weights, max, 1 << 20).unwrap();
+        assert_eq!(huge.device, u64::from(max) << 22);
+        assert_eq!(huge.host, 3 * (u64::from(max) << 22));
+        assert_eq!(footprint(Precision::Fp32, Side::Weights, max, max), None);
+    }
 
     #[test]
     fn f16_conversion_round_trips_and_rounds_to_nearest() {

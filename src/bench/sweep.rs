@@ -21,7 +21,7 @@ use super::gemm::{self, DeviceMatrix};
 use super::inject::Injector;
 use super::kernels::{self, KernelSpec, Precision};
 use super::model::Gemm;
-use super::operands::{check_points, max_error, pack, random_values, Packed, Side};
+use super::operands::{check_points, footprint, max_error, pack, random_values, Packed, Side};
 use super::plan::{Plan, Size};
 use super::report::{predict, GemmTime, Screen, Stack, Status, UbatchResult};
 use super::runner::{median, warmup_runs, Bound, Runner, StackTiming};
@@ -318,10 +318,15 @@ impl Sweep<'_, '_> {
                 "CPU device: each GEMM computed its first {c} outputs only and its time was scaled to the full matrix (use --full for whole matrices)"
             ));
         }
-        let packed_w = pack_weights(p, &model, &run);
-        if let Some(reason) = weights_over_limit(&packed_w, gpu.info.max_storage_buffer_range) {
+        // Sizes first, by arithmetic: the shapes may come from a file (--gguf), and packing
+        // allocates on the host before anything reaches the device.
+        let host = crate::host::mem::available(&crate::host::Root::system());
+        if let Some(reason) =
+            weights_over_limit(p, &model, &run, gpu.info.max_storage_buffer_range, host)
+        {
             return Err(NoStack::Skipped(reason));
         }
+        let packed_w = pack_weights(p, &model, &run);
         self.say(&format!("{}: uploading one layer of weights", p.name()));
         let weights = model
             .iter()
@@ -364,12 +369,12 @@ impl Sweep<'_, '_> {
         self.inject
             .check(ub, "vkAllocateMemory")
             .map_err(NoStack::Failed)?;
-        let packed_x = pack_activations(layer.p, &layer.model, ub);
         let gpu = self.runner.gpu;
         let range = gpu.info.max_storage_buffer_range;
-        if let Some(reason) = ubatch_over_limit(ub, &layer.run, &packed_x, range) {
+        if let Some(reason) = ubatch_over_limit(layer.p, ub, &layer.model, &layer.run, range) {
             return Err(NoStack::Skipped(reason));
         }
+        let packed_x = pack_activations(layer.p, &layer.model, ub);
         let mut x: HashMap<u32, DeviceMatrix> = HashMap::new();
         for (k, px) in &packed_x {
             x.insert(*k, gemm::upload(gpu, px).map_err(NoStack::Failed)?);
@@ -714,43 +719,86 @@ fn pack_activations(p: Precision, model: &[Gemm; 5], ub: u32) -> HashMap<u32, Pa
     packed
 }
 
-/// Why the layer's weights cannot go on the device: one above maxStorageBufferRange.
-fn weights_over_limit(packed_w: &HashMap<(u32, u32), Packed>, range: u64) -> Option<String> {
-    let too_big = packed_w.values().find(|w| w.data.len() as u64 > range)?;
-    Some(format!(
-        "a {}x{} weight matrix needs {:.0} MiB, above the device's maxStorageBufferRange ({:.0} MiB)",
-        too_big.k,
-        too_big.rows,
-        mib(too_big.data.len() as u64),
-        mib(range)
-    ))
+/// Why one layer of `p` weights cannot be packed: a K that is not a whole number of a
+/// quantised format's blocks, a size past a u64, a matrix above maxStorageBufferRange, or more
+/// host memory for packing than `host_available` (`MemAvailable`, when known). Computed from
+/// the shapes alone, before anything is allocated.
+fn weights_over_limit(
+    p: Precision,
+    model: &[Gemm; 5],
+    run: &[Gemm; 5],
+    range: u64,
+    host_available: Option<u64>,
+) -> Option<String> {
+    if let Some(g) = model.iter().find(|g| g.k % p.k_block() != 0) {
+        return Some(format!(
+            "{} needs every K to be a multiple of {}; the {} GEMM's K is {}",
+            p.name(),
+            p.k_block(),
+            g.name,
+            g.k
+        ));
+    }
+    let mut seen = Vec::new();
+    let mut host = 0u64;
+    for (g, r) in model.iter().zip(run) {
+        if seen.contains(&shape_key(g)) {
+            continue;
+        }
+        seen.push(shape_key(g));
+        let Some(f) = footprint(p, Side::Weights, r.n, g.k) else {
+            return Some(format!(
+                "a {}x{} weight matrix is too large to size",
+                g.k, g.n
+            ));
+        };
+        if f.device > range {
+            return Some(format!(
+                "a {}x{} weight matrix needs {:.0} MiB, above the device's maxStorageBufferRange ({:.0} MiB)",
+                g.k,
+                r.n,
+                mib(f.device),
+                mib(range)
+            ));
+        }
+        host = host.saturating_add(f.host);
+    }
+    match host_available {
+        Some(avail) if host > avail => Some(format!(
+            "packing one layer of {} weights needs {:.0} MiB of memory, more than the {:.0} MiB available",
+            p.name(),
+            mib(host),
+            mib(avail)
+        )),
+        _ => None,
+    }
 }
 
-/// Why ubatch `ub` cannot run: an activation or output buffer above maxStorageBufferRange.
+/// Why ubatch `ub` cannot run: an activation or output buffer above maxStorageBufferRange (or
+/// past a u64). From the shapes, before anything is packed.
 fn ubatch_over_limit(
+    p: Precision,
     ub: u32,
+    model: &[Gemm; 5],
     run: &[Gemm; 5],
-    packed_x: &HashMap<u32, Packed>,
     range: u64,
 ) -> Option<String> {
-    let biggest_out = run
+    let outs = run
         .iter()
-        .map(|g| gemm::output_bytes(ub, g.n))
-        .max()
-        .unwrap_or(0);
-    let biggest_x = packed_x
-        .values()
-        .map(|x| x.data.len() as u64)
-        .max()
-        .unwrap_or(0);
-    let biggest = biggest_out.max(biggest_x);
-    (biggest > range).then(|| {
-        format!(
+        .map(|g| u64::from(ub).checked_mul(u64::from(g.n))?.checked_mul(4));
+    let xs = model
+        .iter()
+        .map(|g| footprint(p, Side::Activations, ub, g.k).map(|f| f.device));
+    let biggest = outs.chain(xs).try_fold(0u64, |m, b| b.map(|b| m.max(b)));
+    match biggest {
+        None => Some(format!("ubatch {ub}: a buffer is too large to size")),
+        Some(b) if b > range => Some(format!(
             "ubatch {ub} needs a {:.0} MiB buffer, above maxStorageBufferRange ({:.0} MiB)",
-            mib(biggest),
+            mib(b),
             mib(range)
-        )
-    })
+        )),
+        Some(_) => None,
+    }
 }
 
 /// Index of the first GEMM of each distinct shape, in layer order: screening one GEMM per shape
@@ -1487,10 +1535,10 @@ mod tests {
     #[test]
     fn weights_above_the_buffer_limit_skip_the_precision() {
         let model = tiny();
-        let packed = pack_weights(Precision::Fp32, &model, &model);
+        let fp32 = Precision::Fp32;
         // The biggest, gate/up and down, hold 64 x 160 fp32 values: 40960 bytes.
-        assert_eq!(weights_over_limit(&packed, 40960), None);
-        let reason = weights_over_limit(&packed, 40959).expect("over the limit");
+        assert_eq!(weights_over_limit(fp32, &model, &model, 40960, None), None);
+        let reason = weights_over_limit(fp32, &model, &model, 40959, None).expect("over");
         assert!(
             reason.starts_with("a 64x160 weight matrix needs 0 MiB")
                 || reason.starts_with("a 160x64 weight matrix needs 0 MiB"),
@@ -1500,28 +1548,60 @@ mod tests {
     }
 
     #[test]
+    fn weights_past_host_memory_a_u64_or_the_block_size_are_refused_before_packing() {
+        let model = tiny();
+        let fp32 = Precision::Fp32;
+        // Packing holds values, packed data and kept values: 3 x 4 bytes per weight, for
+        // qkv 64x128, o 64x64, gate/up 64x160, down 160x64 (one matrix for gate and up).
+        let host = 12 * 64 * (128 + 64 + 160 + 160);
+        assert_eq!(
+            weights_over_limit(fp32, &model, &model, u64::MAX, Some(host)),
+            None
+        );
+        let reason = weights_over_limit(fp32, &model, &model, u64::MAX, Some(host - 1));
+        assert_eq!(
+            reason.as_deref(),
+            Some("packing one layer of fp32 weights needs 0 MiB of memory, more than the 0 MiB available")
+        );
+        // Sizes that do not fit a u64 are refused, not wrapped.
+        let layer = [Gemm {
+            name: "up",
+            k: u32::MAX,
+            n: u32::MAX,
+        }; 5];
+        let why = weights_over_limit(fp32, &layer, &layer, u64::MAX, None).unwrap();
+        assert_eq!(
+            why,
+            format!("a {0}x{0} weight matrix is too large to size", u32::MAX)
+        );
+        let odd = model.map(|g| Gemm { k: 100, ..g });
+        assert_eq!(
+            weights_over_limit(Precision::Q4_0, &odd, &odd, u64::MAX, None).as_deref(),
+            Some("q4_0 needs every K to be a multiple of 32; the qkv GEMM's K is 100")
+        );
+        assert_eq!(weights_over_limit(fp32, &odd, &odd, u64::MAX, None), None);
+    }
+
+    #[test]
     fn an_activation_or_output_above_the_buffer_limit_skips_the_ubatch() {
         let model = tiny();
-        let x = pack_activations(Precision::Fp32, &model, 8192);
-        assert_eq!(x.len(), 2, "one activation matrix per K");
+        let fp32 = Precision::Fp32;
         // The biggest output and activations are 8192 x 160 fp32: 5 MiB.
         let mib = 1 << 20;
-        assert_eq!(ubatch_over_limit(8192, &model, &x, 5 * mib), None);
+        assert_eq!(ubatch_over_limit(fp32, 8192, &model, &model, 5 * mib), None);
         let want = "ubatch 8192 needs a 5 MiB buffer, above maxStorageBufferRange (4 MiB)";
         assert_eq!(
-            ubatch_over_limit(8192, &model, &x, 4 * mib).as_deref(),
+            ubatch_over_limit(fp32, 8192, &model, &model, 4 * mib).as_deref(),
             Some(want)
         );
         // Small outputs: the activations alone are over.
         let narrow = model.map(|g| Gemm { n: 16, ..g });
         assert_eq!(
-            ubatch_over_limit(8192, &narrow, &x, 4 * mib).as_deref(),
+            ubatch_over_limit(fp32, 8192, &model, &narrow, 4 * mib).as_deref(),
             Some(want)
         );
-        assert_eq!(
-            ubatch_over_limit(8192, &narrow, &HashMap::new(), 4 * mib),
-            None
-        );
+        let short = model.map(|g| Gemm { k: 16, n: 16, ..g });
+        assert_eq!(ubatch_over_limit(fp32, 8192, &short, &short, 4 * mib), None);
     }
 
     #[test]

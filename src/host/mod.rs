@@ -11,6 +11,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod live;
 pub mod llama;
+pub mod mem;
 pub mod mesa;
 pub mod root;
 pub mod stamp;

@@ -9,6 +9,15 @@ use crate::gguf::Gguf;
 /// Enough for the metadata and tensor table of real models (a 150k-token vocabulary is ~5 MiB).
 pub const HEAD_CAP: usize = 64 << 20;
 
+/// The largest shapes the prediction takes, each about four times what the biggest published
+/// dense models use (Llama 3.1 405B: hidden 16384, ffn 53248, 126 layers; Nemotron-4 340B:
+/// hidden 18432, ffn 73728, 96 layers). A file naming more is not a model rvl can predict;
+/// with these, every size the sweep derives (a weight matrix is at most 2^34 elements) fits
+/// in a u64 with room to spare.
+pub const MAX_HIDDEN: u32 = 1 << 16;
+pub const MAX_FFN: u32 = 1 << 18;
+pub const MAX_LAYERS: u32 = 1 << 10;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shapes {
     pub architecture: String,
@@ -64,13 +73,34 @@ fn from_metadata(g: &Gguf) -> Result<Shapes, String> {
             .and_then(|v| u32::try_from(v).ok()),
         architecture: arch,
     };
-    if s.hidden % s.heads != 0 || s.kv_heads > s.heads {
-        return Err(format!(
-            "{} heads ({} KV) do not divide embedding_length {}",
-            s.heads, s.kv_heads, s.hidden
-        ));
-    }
+    s.check()?;
     Ok(s)
+}
+
+impl Shapes {
+    /// Shapes a real model can have: within [`MAX_HIDDEN`], [`MAX_FFN`] and [`MAX_LAYERS`],
+    /// and heads that divide the hidden size. Err names the key and its bound.
+    pub fn check(&self) -> Result<(), String> {
+        let arch = &self.architecture;
+        for (key, value, max) in [
+            ("embedding_length", self.hidden, MAX_HIDDEN),
+            ("feed_forward_length", self.ffn, MAX_FFN),
+            ("block_count", self.layers, MAX_LAYERS),
+        ] {
+            if value > max {
+                return Err(format!(
+                    "{arch}.{key} {value} is beyond any real model (at most {max})"
+                ));
+            }
+        }
+        if self.heads == 0 || self.hidden % self.heads != 0 || self.kv_heads > self.heads {
+            return Err(format!(
+                "{} heads ({} KV) do not divide embedding_length {}",
+                self.heads, self.kv_heads, self.hidden
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The GEMM sweep's precision for llama.cpp's file type, where one matches: all F32, mostly
@@ -151,5 +181,32 @@ mod tests {
             ("llama.attention.head_count", Value::U32(3)),
         ]);
         assert!(shapes(&odd).unwrap_err().contains("do not divide"));
+    }
+
+    #[test]
+    fn shapes_beyond_any_real_model_are_refused_naming_the_key() {
+        let absurd = |hidden: u32, ffn: u32, layers: u32| {
+            file(&[
+                ("general.architecture", Value::String("llama".into())),
+                ("llama.embedding_length", Value::U32(hidden)),
+                ("llama.feed_forward_length", Value::U32(ffn)),
+                ("llama.block_count", Value::U32(layers)),
+                ("llama.attention.head_count", Value::U32(1)),
+            ])
+        };
+        let max = u32::MAX;
+        assert_eq!(
+            shapes(&absurd(max, 64, 2)).unwrap_err(),
+            "llama.embedding_length 4294967295 is beyond any real model (at most 65536)"
+        );
+        assert!(shapes(&absurd(64, max, 2))
+            .unwrap_err()
+            .starts_with("llama.feed_forward_length 4294967295 is beyond"));
+        assert!(shapes(&absurd(64, 64, max))
+            .unwrap_err()
+            .starts_with("llama.block_count 4294967295 is beyond"));
+        // The bounds themselves are shapes.
+        let s = shapes(&absurd(MAX_HIDDEN, MAX_FFN, MAX_LAYERS)).unwrap();
+        assert_eq!((s.hidden, s.ffn, s.layers), (65536, 262144, 1024));
     }
 }

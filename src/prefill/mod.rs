@@ -193,7 +193,9 @@ fn gemm_prediction(
         Ok(s) => s,
         Err(e) => {
             return report::GemmPrediction {
-                error: Some(format!("the GGUF header gives no layer shapes ({e})")),
+                error: Some(format!(
+                    "the GGUF header gives no usable layer shapes ({e})"
+                )),
                 ..Default::default()
             }
         }
@@ -206,15 +208,19 @@ fn gemm_prediction(
         );
     }
     let precision = gguf::precision_of(shapes.file_type);
-    let run = crate::bench::predict(
-        &shapes,
-        &plan.ubatches,
-        plan.sweep,
-        precision,
-        device.map(|d| d.index),
-        settings,
-        progress,
-    );
+    let run = contain_panic(|| {
+        crate::bench::predict(
+            &shapes,
+            &plan.ubatches,
+            plan.sweep,
+            precision,
+            device.map(|d| d.index),
+            settings,
+            progress,
+        )
+        .map_err(|e| e.to_string())
+    })
+    .and_then(|r| r);
     match run {
         Ok((device, points)) => report::GemmPrediction {
             shapes: Some(shapes.describe()),
@@ -226,10 +232,32 @@ fn gemm_prediction(
         Err(e) => report::GemmPrediction {
             shapes: Some(shapes.describe()),
             sweep: Some(plan.sweep),
-            error: Some(e.to_string()),
+            error: Some(e),
             ..Default::default()
         },
     }
+}
+
+/// Run `f`; a panic in it becomes an error instead of ending the process. The prediction runs
+/// after minutes of llama-bench runs, and a bug in it must not lose them: `main`'s panic hook
+/// would exit at once, so it is set aside while `f` runs. (An allocation failure aborts
+/// whatever the hook; sizes are bounded by arithmetic before anything is allocated.)
+fn contain_panic<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    use std::sync::{Arc, Mutex};
+    let message: Arc<Mutex<String>> = Arc::default();
+    let seen = message.clone();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if let Ok(mut m) = seen.lock() {
+            *m = info.to_string();
+        }
+    }));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    result.map_err(|_| {
+        let m = message.lock().map(|m| m.clone()).unwrap_or_default();
+        format!("internal error in the prediction (a bug, please report it): {m}")
+    })
 }
 
 /// What rvl's launch environment is decided from: the process environment, rvl's llama.cpp
@@ -493,6 +521,18 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_in_the_prediction_becomes_its_error_and_the_hook_comes_back() {
+        assert_eq!(contain_panic(|| 7), Ok(7));
+        let e = contain_panic(|| -> u32 { panic!("boom at layer 3") }).unwrap_err();
+        assert!(
+            e.starts_with("internal error in the prediction (a bug"),
+            "{e}"
+        );
+        assert!(e.contains("boom at layer 3"), "{e}");
+        assert_eq!(contain_panic(|| "again"), Ok("again"));
+    }
 
     fn dev(index: usize, name: &str, kind: &str) -> DeviceInfo {
         DeviceInfo {

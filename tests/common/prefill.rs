@@ -128,14 +128,26 @@ impl Bench {
 /// A GGUF file with the `tiny` preset's layer shapes in its metadata and no tensors: enough
 /// for smoke-bench's GEMM prediction (the stand-in llama-bench never reads it).
 pub fn tiny_shapes_gguf(file_type: Option<u32>) -> Vec<u8> {
+    shapes_gguf(64, 160, 2, 4, 2, file_type)
+}
+
+/// A GGUF header naming these llama layer shapes (hidden, ffn, layers, heads, KV heads).
+pub fn shapes_gguf(
+    hidden: u32,
+    ffn: u32,
+    layers: u32,
+    heads: u32,
+    kv_heads: u32,
+    file_type: Option<u32>,
+) -> Vec<u8> {
     use rvl::gguf::Value;
     let mut meta: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String("llama".into())),
-        ("llama.embedding_length".into(), Value::U32(64)),
-        ("llama.feed_forward_length".into(), Value::U32(160)),
-        ("llama.block_count".into(), Value::U32(2)),
-        ("llama.attention.head_count".into(), Value::U32(4)),
-        ("llama.attention.head_count_kv".into(), Value::U32(2)),
+        ("llama.embedding_length".into(), Value::U32(hidden)),
+        ("llama.feed_forward_length".into(), Value::U32(ffn)),
+        ("llama.block_count".into(), Value::U32(layers)),
+        ("llama.attention.head_count".into(), Value::U32(heads)),
+        ("llama.attention.head_count_kv".into(), Value::U32(kv_heads)),
     ];
     if let Some(t) = file_type {
         meta.push(("general.file_type".into(), Value::U32(t)));
