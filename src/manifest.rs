@@ -371,17 +371,30 @@ impl Manifest {
                         f.fw_git_sha.as_deref().unwrap_or(""),
                         control_free,
                     ),
+                    ("url", f.url.as_deref().unwrap_or(""), control_free),
+                    ("sha256", &f.sha256, control_free),
                 ],
             )?;
         }
         for s in &self.sources {
+            let (origin_field, origin) = match &s.origin {
+                Origin::Url(url) => ("url", url.as_str()),
+                Origin::Pip(pip) => ("pip.requirement", pip.requirement.as_str()),
+            };
             check(
                 "source",
                 &s.id,
                 &[
                     ("id", &s.id, file_name),
                     ("version", &s.version, version),
+                    (origin_field, origin, control_free),
+                    ("sha256", &s.sha256, control_free),
                     ("tree", &s.tree, relative_path),
+                    (
+                        "vulkan_api",
+                        s.vulkan_api.as_deref().unwrap_or(""),
+                        control_free,
+                    ),
                     ("licence", &s.licence, control_free),
                     ("provenance", &s.provenance, control_free),
                 ],
@@ -395,6 +408,8 @@ impl Manifest {
                     ("id", &p.id, file_name),
                     ("version", &p.version, version),
                     ("arch", &p.arch, file_name),
+                    ("url", &p.url, control_free),
+                    ("sha256", &p.sha256, control_free),
                     ("provenance", &p.provenance, control_free),
                 ],
             )?;

@@ -116,18 +116,17 @@ impl ErrorReport {
     }
 }
 
-/// Control bytes (other than newline and tab) as `\u{..}` escapes, so text taken from a
-/// hostile file cannot move the cursor or recolour a terminal when printed.
+/// Control bytes (other than newline and tab) and bidirectional text controls as `\u{..}`
+/// escapes, so text taken from a hostile file cannot move the cursor, recolour a terminal or
+/// reorder what is read when printed.
 pub fn escape_control(text: &str) -> String {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    let unsafe_char = |c: char| crate::validate::is_unsafe_char(c) && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
         return text.to_string();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
+            if unsafe_char(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()

@@ -55,14 +55,29 @@ pub fn file_name(s: &str) -> Result<(), String> {
     }
 }
 
-/// Free text that may reach a config file or the terminal: no newline, no other control byte
-/// (a `\n` would start a new line of `armbianEnv.txt`).
+/// Characters that must never reach a terminal or a config file from a file rvl is handed:
+/// control characters (C0, DEL, C1: newlines, ESC sequences, BEL) and the bidirectional
+/// formatting characters (U+061C, U+200E/F, U+202A-E, U+2066-9), which reorder what a
+/// person reads (`https://x/\u{202e}nib.wf` shows as `https://x/fw.bin`).
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Free text that may reach a config file or the terminal: no newline, no other control
+/// character and no bidirectional control (a `\n` would start a new line of
+/// `armbianEnv.txt`; an ESC sequence would drive the terminal the plan is printed on).
 pub fn control_free(s: &str) -> Result<(), String> {
-    match s.chars().find(|c| c.is_control()) {
+    match s.chars().find(|c| is_unsafe_char(*c)) {
         None => Ok(()),
-        Some(c) => Err(format!(
+        Some(c) if c.is_control() => Err(format!(
             "must not contain control characters (found {:?}) in {s:?}",
             c
+        )),
+        Some(c) => Err(format!(
+            "must not contain bidirectional text controls (found U+{:04X}) in {:?}",
+            u32::from(c),
+            s.escape_debug().to_string()
         )),
     }
 }
@@ -122,5 +137,8 @@ mod tests {
         assert!(control_free("a\nb").is_err());
         assert!(control_free("a\u{1b}[2Jb").is_err());
         assert!(control_free("a\u{9b}b").is_err());
+        assert!(control_free("https://example.org/\u{202e}fw.bin").is_err());
+        assert!(control_free("x\u{2066}y").is_err());
+        assert!(control_free("Mali-G610 — panvk ✓").is_ok());
     }
 }

@@ -14,7 +14,7 @@ use super::render;
 use super::rollback::{self, Act, RunUndo};
 use crate::exit;
 use crate::host::Root;
-use crate::output::{escape_control, Outcome, Style};
+use crate::output::{escape_control, escape_line, Outcome, Style};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
@@ -46,9 +46,12 @@ impl Place {
                 flag: String::new(),
             }
         } else {
+            // The directory is the user's, and may hold any byte: escaped for the terminal,
+            // and one shell word in the commands the output suggests.
+            let dir = root.base().display().to_string();
             Place {
-                desc: format!("root {}", root.base().display()),
-                flag: format!(" --root {}", root.base().display()),
+                desc: format!("root {}", escape_line(&dir)),
+                flag: format!(" --root {}", escape_line(&crate::shell::quote(&dir))),
             }
         }
     }

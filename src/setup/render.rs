@@ -12,24 +12,31 @@ pub fn plan_text(plan: &Plan, root_desc: &str, style: Style) -> String {
     if plan.is_done() {
         let _ = writeln!(
             s,
-            "{} {root_desc} is set up for {}: nothing to do.",
+            "{} {} is set up for {}: nothing to do.",
             style.green("✓"),
-            plan.board
+            escape_line(root_desc),
+            escape_line(&plan.board)
         );
     } else if plan.is_empty() {
         let _ = writeln!(
             s,
-            "Nothing setup can apply for {} on {root_desc}:",
-            style.bold(&plan.board)
+            "Nothing setup can apply for {} on {}:",
+            style.bold(&escape_line(&plan.board)),
+            escape_line(root_desc)
         );
     } else {
-        let _ = writeln!(s, "Plan for {} on {root_desc}:", style.bold(&plan.board));
+        let _ = writeln!(
+            s,
+            "Plan for {} on {}:",
+            style.bold(&escape_line(&plan.board)),
+            escape_line(root_desc)
+        );
         for (i, step) in plan.steps.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "\n{:>2}. {} — {}",
                 i + 1,
-                style.bold(&step.step),
+                style.bold(&escape_line(&step.step)),
                 escape_line(&step.summary)
             );
             for a in &step.actions {
@@ -59,7 +66,7 @@ pub fn blocked_text(s: &mut String, plan: &Plan, style: Style) {
             s,
             "{} {} blocked: {}",
             style.red("✗"),
-            b.step,
+            escape_line(&b.step),
             escape_line(&b.why)
         );
         let _ = writeln!(s, "    fix: {}", escape_line(&b.fix));
@@ -75,7 +82,7 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             ..
         } => {
             let verb = if *new_file { "create" } else { "edit" };
-            let _ = writeln!(s, "    {verb} {path}");
+            let _ = writeln!(s, "    {verb} {}", escape_line(path));
             diff_text(s, diff, style);
         }
         Action::InstallOverlay {
@@ -87,17 +94,20 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
         } => {
             let _ = writeln!(
                 s,
-                "    install {path} (rvl's overlay {name}, compiled by dtc: {size} bytes, sha256 {})",
-                &sha256[..16.min(sha256.len())]
+                "    install {} (rvl's overlay {}, compiled by dtc: {size} bytes, sha256 {})",
+                escape_line(path),
+                escape_line(name),
+                escape_line(&sha256[..16.min(sha256.len())])
             );
         }
         Action::RenameFile { from, to } => {
-            let _ = writeln!(s, "    rename {from} -> {to}");
+            let _ = writeln!(s, "    rename {} -> {}", escape_line(from), escape_line(to));
         }
         Action::Symlink { path, target, was } => {
             let _ = writeln!(
                 s,
-                "    link {path} -> {} (was {})",
+                "    link {} -> {} (was {})",
+                escape_line(path),
                 escape_line(target),
                 escape_line(was.as_deref().unwrap_or("absent"))
             );
@@ -113,15 +123,17 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
         } => {
             let _ = writeln!(
                 s,
-                "    install {path} ({description}, {size} bytes, sha256 {})",
-                &sha256[..16]
+                "    install {} ({}, {size} bytes, sha256 {})",
+                escape_line(path),
+                escape_line(description),
+                escape_line(sha256.get(..16).unwrap_or(sha256))
             );
-            let _ = writeln!(s, "      from {url}");
+            let _ = writeln!(s, "      from {}", escape_line(url));
             if let Some(w) = was_sha256 {
                 let _ = writeln!(
                     s,
                     "      replacing a file with unknown sha256 {}",
-                    &w[..16.min(w.len())]
+                    escape_line(w.get(..16).unwrap_or(w))
                 );
             }
         }
@@ -136,14 +148,21 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
                 .chain(args.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let _ = writeln!(s, "    run `{cmd}` (rewrites {})", changes.join(", "));
+            let _ = writeln!(
+                s,
+                "    run `{}` (rewrites {})",
+                escape_line(&cmd),
+                escape_line(&changes.join(", "))
+            );
             if let Some(p) = preview {
                 diff_text(s, p, style);
             }
             if let Some(Verify::ExtlinuxDefaultBoots { path, release }) = verify {
                 let _ = writeln!(
                     s,
-                    "      then check that `default` in {path} boots {release}"
+                    "      then check that `default` in {} boots {}",
+                    escape_line(path),
+                    escape_line(release)
                 );
             }
         }
@@ -160,18 +179,28 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
                 Origin::Pip(pip) => format!("pip download {}", pip.requirement),
             };
             let size = size.map_or("size not pinned".to_string(), |n| format!("{n} bytes"));
-            let _ = writeln!(s, "    {from} ({size}, sha256 checked), unpack");
+            let _ = writeln!(
+                s,
+                "    {} ({size}, sha256 checked), unpack",
+                escape_line(&from)
+            );
             if patches.is_empty() {
                 let _ = writeln!(s, "    no patches in the series");
             } else {
-                let _ = writeln!(s, "    apply {}", patches.join(", "));
+                let _ = writeln!(s, "    apply {}", escape_line(&patches.join(", ")));
             }
-            let _ = writeln!(s, "    build with {system} and install into {prefix}");
+            let _ = writeln!(
+                s,
+                "    build with {system} and install into {}",
+                escape_line(prefix)
+            );
         }
         Action::InstallPrebuilt { url, prefix, .. } => {
             let _ = writeln!(
                 s,
-                "    download {url} (sha256 checked) and unpack into {prefix}"
+                "    download {} (sha256 checked) and unpack into {}",
+                escape_line(url),
+                escape_line(prefix)
             );
         }
     }
