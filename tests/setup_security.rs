@@ -155,27 +155,68 @@ fn a_forged_transaction_id_cannot_aim_backups_outside() {
     assert!(victim.exists());
 }
 
+/// A forged `before.mode` for /etc/group: setuid/setgid, world-writable or sticky. On 4201ed1
+/// rollback dropped the setuid bits and left /etc/group world-writable (0777), exit 0; now the
+/// state file is refused before anything changes.
 #[test]
-fn a_forged_setuid_mode_is_restored_without_setuid_or_setgid() {
+fn a_forged_setuid_or_world_writable_mode_is_refused_before_anything_changes() {
+    for (forged, named) in [
+        (
+            0o6777,
+            "recorded mode 6777 is setuid, setgid, world-writable",
+        ),
+        (0o666, "recorded mode 666 is world-writable"),
+        (0o4644, "recorded mode 4644 is setuid"),
+        (0o1644, "recorded mode 1644 is sticky"),
+    ] {
+        let t = Planted::new();
+        let group = t.fx.read("etc/group");
+        let backup = t.state().join("backups/1-1/etc/group");
+        fs::create_dir_all(backup.parent().unwrap()).unwrap();
+        fs::write(&backup, &group).unwrap();
+        t.fx.write("etc/group", format!("{group}extra:x:1234:\n"));
+        fs::set_permissions(
+            t.root().join("etc/group"),
+            fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let me = fs::metadata(t.root()).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        t.forge_state(serde_json::json!({
+            "schema_version": 1,
+            "transactions": [{"id": "1-1", "steps": ["access"], "entries": [
+                {"path": "/etc/group", "step": "access", "before": {
+                    "was": "file", "backup": "backups/1-1/etc/group", "sha256": sha256_hex(group.as_bytes()),
+                    "mode": forged, "uid": me.uid(), "gid": me.gid()}}
+            ]}]
+        }));
+        let before = snapshot(t.root());
+        t.run(&["--rollback"])
+            .expect_code(exit::BAD_INPUT)
+            .expect_stderr("state.json: refused: `/etc/group`: ")
+            .expect_stderr(named);
+        assert_same(&before, &snapshot(t.root()));
+        assert_eq!(mode(&t.root().join("etc/group")), 0o644);
+    }
+}
+
+/// What setup records is what it accepts back: a file found world-writable is backed up with
+/// that bit dropped, and rolled back to 0664, not 0666.
+#[test]
+fn a_world_writable_file_setup_edits_is_recorded_and_restored_without_world_write() {
     let t = Planted::new();
-    let group = t.fx.read("etc/group");
-    let backup = t.state().join("backups/1-1/etc/group");
-    fs::create_dir_all(backup.parent().unwrap()).unwrap();
-    fs::write(&backup, &group).unwrap();
-    t.fx.write("etc/group", format!("{group}extra:x:1234:\n"));
-    let me = fs::metadata(t.root()).unwrap();
-    use std::os::unix::fs::MetadataExt;
-    t.forge_state(serde_json::json!({
-        "schema_version": 1,
-        "transactions": [{"id": "1-1", "steps": ["access"], "entries": [
-            {"path": "/etc/group", "step": "access", "before": {
-                "was": "file", "backup": "backups/1-1/etc/group", "sha256": sha256_hex(group.as_bytes()),
-                "mode": 0o6777, "uid": me.uid(), "gid": me.gid()}}
-        ]}]
-    }));
+    let group = t.root().join("etc/group");
+    fs::set_permissions(&group, fs::Permissions::from_mode(0o666)).unwrap();
+    let original = t.fx.read("etc/group");
+    setup(&t.fx, &t.a.manifest)
+        .args(&["--board", "boltzmann", "--only", "access", "--yes"])
+        .env("SUDO_USER", "rock")
+        .run()
+        .expect_code(exit::OK);
+    assert_ne!(t.fx.read("etc/group"), original);
     t.run(&["--rollback"]).expect_code(exit::OK);
-    assert_eq!(t.fx.read("etc/group"), group);
-    assert_eq!(mode(&t.root().join("etc/group")), 0o777);
+    assert_eq!(t.fx.read("etc/group"), original);
+    assert_eq!(mode(&group), 0o664);
 }
 
 #[test]

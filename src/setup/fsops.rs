@@ -23,6 +23,10 @@ use crate::host::Root;
 
 /// Setup never sets setuid, setgid or sticky bits, whatever a journal says.
 pub const MODE_MASK: u32 = 0o777;
+/// The bits of a mode setup records for a file it backs up: no setuid, setgid or sticky, and
+/// never world-writable (a file found world-writable is restored without that bit). A state
+/// file naming any other bit was not written by setup ([`super::journal_check`]).
+pub const RECORDED_MODE_MASK: u32 = 0o775;
 
 /// Mode and owner of a file, kept with its backup so a restore is exact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

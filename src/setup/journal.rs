@@ -308,7 +308,10 @@ impl Txn {
                 Node::Link(target) => Before::Symlink {
                     target: target.to_string_lossy().into_owned(),
                 },
-                Node::File(meta) => {
+                Node::File(mut meta) => {
+                    // What rollback will restore: never world-writable (journal_check refuses
+                    // a state file that says otherwise).
+                    meta.mode &= fsops::RECORDED_MODE_MASK;
                     let data = fsops::read(self.root(), at, BACKUP_CAP)
                         .map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
                     let backup = format!("backups/{}{}", self.journal.id, path);

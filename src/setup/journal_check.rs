@@ -1,12 +1,13 @@
 //! `state.json` and `journal.json` are read back from the root, which may be an image someone
 //! else made: every entry is checked before rollback acts on it. An entry must name a path that
 //! setup itself creates or edits ([`touches`], the one list); it may delete ("was: absent") only
-//! what setup owns; modes lose setuid, setgid and sticky; ids and backup names are the ones setup
-//! makes. Anything else refuses the whole file, naming it, before anything is changed.
+//! what setup owns; a recorded mode is one setup records (no setuid, setgid or sticky bit, not
+//! world-writable); ids and backup names are the ones setup makes. Anything else refuses the
+//! whole file, naming it, before anything is changed.
 
 use std::path::{Component, Path};
 
-use super::fsops::MODE_MASK;
+use super::fsops::RECORDED_MODE_MASK;
 use super::journal::{Applied, Before, Entry, Journal, State, SCHEMA};
 use super::paths;
 use crate::bootcfg::armbian::ARMBIAN_ENV;
@@ -148,15 +149,40 @@ fn entry(id: &str, e: &mut Entry) -> Result<(), String> {
                     e.path
                 ));
             }
-            // Never restore setuid, setgid or sticky bits.
-            meta.mode &= MODE_MASK;
-            Ok(())
+            recorded_mode(&e.path, meta.mode)
         }
         Before::Symlink { target } if target.is_empty() || target.contains('\0') => {
             Err(format!("`{}`: empty link target", e.path))
         }
         _ => Ok(()),
     }
+}
+
+/// A mode setup records ([`RECORDED_MODE_MASK`]): restoring any other would hand the file to
+/// every user (world-writable `/etc/group`) or make it run as its owner (setuid).
+fn recorded_mode(path: &str, mode: u32) -> Result<(), String> {
+    let extra = mode & !RECORDED_MODE_MASK;
+    if extra == 0 {
+        return Ok(());
+    }
+    let names: Vec<&str> = [
+        (0o4000, "setuid"),
+        (0o2000, "setgid"),
+        (0o1000, "sticky"),
+        (0o0002, "world-writable"),
+    ]
+    .iter()
+    .filter(|(bit, _)| extra & bit != 0)
+    .map(|(_, name)| *name)
+    .collect();
+    let what = if names.is_empty() {
+        "bits that are not permission bits".to_string()
+    } else {
+        names.join(", ")
+    };
+    Err(format!(
+        "`{path}`: recorded mode {mode:o} is {what}, which setup never records (it would restore the file that way)"
+    ))
 }
 
 /// Whether undoing "was: absent" may remove what is at `path` now: anything setup owns, and a
