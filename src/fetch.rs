@@ -1,6 +1,7 @@
 //! Downloads of pinned artifacts: https only (plain http only to loopback, for tests), connect
-//! and stall timeouts, retries with back-off, resume of a partial file with `Range`, a size cap,
-//! and a sha256 check before the file is moved into place.
+//! and stall timeouts, a minimum average rate after a grace period (a server that drips a byte a
+//! second is never silent, yet would take hours), retries with back-off, resume of a partial
+//! file with `Range`, a size cap, and a sha256 check before the file is moved into place.
 //!
 //! The body is written to `.<name>.part` next to the destination. Only a file whose size and
 //! sha256 match is renamed to its final name (then the directory is fsynced). Any final failure
@@ -12,7 +13,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::digest::sha256_file;
 use reqwest::blocking::{Client, Response};
@@ -42,6 +43,11 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// Longest wait for the response head or for the next bytes of the body.
     pub stall_timeout: Duration,
+    /// Slowest average rate (bytes per second, over one try) a download may keep once
+    /// `rate_grace` has passed; 0 turns the check off.
+    pub min_rate: u64,
+    /// How long a try may run before `min_rate` applies (connection set-up, TCP slow start).
+    pub rate_grace: Duration,
     /// Tries in all, the first included.
     pub attempts: u32,
     /// Wait before the second try; doubled for each further try.
@@ -54,12 +60,17 @@ impl Default for Options {
         Options {
             connect_timeout: Duration::from_secs(20),
             stall_timeout: Duration::from_secs(60),
+            min_rate: DEFAULT_MIN_RATE,
+            rate_grace: Duration::from_secs(60),
             attempts: 4,
             backoff: Duration::from_secs(2),
             progress: Progress::Lines,
         }
     }
 }
+
+/// 16 KiB/s: the largest pinned artifact (Mesa's 74 MiB tarball) within about 80 minutes.
+pub const DEFAULT_MIN_RATE: u64 = 16 << 10;
 
 /// Why a download failed. Every variant leaves no file behind.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +97,15 @@ pub enum FetchError {
     },
     #[error("{url}: no data for {secs} s (stalled)")]
     Stalled { url: String, secs: f64 },
+    #[error("{url}: {got} bytes in {secs:.0} s ({rate:.0} bytes/s on average), slower than the {min_rate} bytes/s allowed after the first {grace:.0} s (RVL_FETCH_MIN_RATE sets the floor)")]
+    TooSlow {
+        url: String,
+        got: u64,
+        secs: f64,
+        rate: f64,
+        min_rate: u64,
+        grace: f64,
+    },
     #[error("{url}: got {got} bytes, the manifest pins {expected}")]
     WrongSize {
         url: String,
@@ -398,7 +418,9 @@ fn fetch_once(
     progress.start(offset);
     let mut got = offset;
     let mut buf = vec![0u8; 64 * 1024];
+    let started = Instant::now();
     loop {
+        too_slow(req, opts, got - offset, started.elapsed())?;
         let n = match resp.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -429,6 +451,33 @@ fn fetch_once(
         }
     }
     Ok(())
+}
+
+/// The rate rule: once `opts.rate_grace` has passed, a try whose average rate (`bytes` this
+/// try over `elapsed`) is below `opts.min_rate` ends. Checked after every read, so a drip that
+/// is never silent long enough to stall still ends at most a stall timeout after the grace.
+fn too_slow(
+    req: &Request,
+    opts: &Options,
+    bytes: u64,
+    elapsed: Duration,
+) -> Result<(), FetchError> {
+    if opts.min_rate == 0 || elapsed <= opts.rate_grace {
+        return Ok(());
+    }
+    let secs = elapsed.as_secs_f64();
+    let rate = bytes as f64 / secs;
+    if rate >= opts.min_rate as f64 {
+        return Ok(());
+    }
+    Err(FetchError::TooSlow {
+        url: req.url.clone(),
+        got: bytes,
+        secs,
+        rate,
+        min_rate: opts.min_rate,
+        grace: opts.rate_grace.as_secs_f64(),
+    })
 }
 
 /// The first byte of a `Content-Range: bytes START-END/TOTAL` answer.

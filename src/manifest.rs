@@ -224,7 +224,7 @@ fn check_pip(pip: &PipSource) -> Result<(), String> {
     let archive = [".tar.gz", ".tgz", ".tar.xz", ".tar"]
         .iter()
         .any(|ext| pip.filename.ends_with(ext));
-    if !plain(&pip.filename) || !archive {
+    if !plain(&pip.filename) || !archive || pip.filename.len() > 255 {
         return Err(format!(
             "filename must be a bare .tar.gz, .tar.xz or .tar file name, got `{}`",
             pip.filename

@@ -25,6 +25,10 @@ pub struct RvlVars {
     pub fetch_stall_secs: Option<String>,
     /// `RVL_FETCH_ATTEMPTS`: tries per download.
     pub fetch_attempts: Option<String>,
+    /// `RVL_FETCH_MIN_RATE`: slowest average bytes per second a download may keep (0: no floor).
+    pub fetch_min_rate: Option<String>,
+    /// `RVL_FETCH_GRACE_SECS`: seconds a download may run before the rate floor applies.
+    pub fetch_grace_secs: Option<String>,
     /// `RVL_ROOT_TOOLS`: a host directory of tools that act on the tree `RVL_ROOT` names (the
     /// test stand-ins); under `--root`, a system tool is run from here instead of the image's.
     pub root_tools: Option<PathBuf>,
@@ -79,6 +83,8 @@ impl Settings {
                 patches_dir: var("RVL_PATCHES_DIR").map(PathBuf::from),
                 fetch_stall_secs: var("RVL_FETCH_STALL_SECS"),
                 fetch_attempts: var("RVL_FETCH_ATTEMPTS"),
+                fetch_min_rate: var("RVL_FETCH_MIN_RATE"),
+                fetch_grace_secs: var("RVL_FETCH_GRACE_SECS"),
                 fault: var("RVL_FAULT"),
                 root_tools: var("RVL_ROOT_TOOLS").map(PathBuf::from),
                 matmul_threads: var("MATMUL_NUM_THREADS"),

@@ -17,6 +17,8 @@ fn opts() -> Options {
     Options {
         connect_timeout: Duration::from_secs(2),
         stall_timeout: Duration::from_millis(400),
+        min_rate: 1000,
+        rate_grace: Duration::from_millis(300),
         attempts: 3,
         backoff: Duration::from_millis(10),
         progress: Progress::Quiet,
@@ -286,5 +288,27 @@ fn plain_http_to_a_remote_host_is_refused_without_a_request() {
     )
     .unwrap_err();
     assert!(matches!(err, FetchError::InsecureUrl { .. }));
+    assert_empty(dir.path());
+}
+
+#[test]
+fn a_drip_that_never_stalls_ends_below_the_rate_floor_and_leaves_nothing() {
+    let server = Server::start();
+    let data = body(400);
+    let url = server.route(
+        "/drip.bin",
+        Reply::Drip {
+            body: data.clone(),
+            every: Duration::from_millis(10),
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let err =
+        fetch::download(&req(&url, &data), &dir.path().join("drip.bin"), &opts()).unwrap_err();
+    assert!(matches!(err, FetchError::TooSlow { .. }), "{err}");
+    assert!(err.to_string().starts_with(&format!("{url}: ")), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{err}");
+    assert_eq!(server.hits("/drip.bin"), 1, "not retried");
     assert_empty(dir.path());
 }

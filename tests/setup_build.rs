@@ -667,7 +667,7 @@ fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
     assert!(log.contains("vendor/llama.cpp"), "{log}");
     // Only the verified sdist stays in the cache; pip's directory is gone.
-    assert_eq!(cache_entries(root), vec![format!("{}-{SDIST}", &sha[..16])]);
+    assert_eq!(cache_entries(root), vec![format!("{sha}.tar.gz")]);
     let called = t.calls();
     assert_eq!(called.matches(" download ").count(), 1, "{called}");
     assert!(

@@ -78,7 +78,7 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                     dest
                 }
                 Origin::Pip(pip) => {
-                    let name = format!("{}-{}", short(sha256), pip.filename);
+                    let name = format!("{sha256}{}", archive_suffix(&pip.filename));
                     clear_non_files(root, &state.path("cache").join(&name))?;
                     let dest = dir.join(name);
                     // The manifest refuses a pip source without a size.
@@ -107,21 +107,26 @@ fn clear_non_files(root: &Root, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `<first 16 hex of sha256>-<file name of the URL path>`.
+/// The cache file of an artifact: its sha256, and the URL's archive suffix where it has one
+/// (the unpacker picks the decompressor by name). Never the URL's own last segment: it may be
+/// longer than a file name can be (255 bytes) or hold anything a URL allows.
 fn cache_name(url: &str, sha256: &str) -> String {
-    let name = reqwest::Url::parse(url)
+    let last = reqwest::Url::parse(url)
         .ok()
         .and_then(|u| {
             u.path_segments()
                 .and_then(|mut s| s.next_back().map(str::to_string))
         })
-        .filter(|n| !n.is_empty() && n != "." && n != "..")
-        .unwrap_or_else(|| "download".into());
-    format!("{}-{name}", short(sha256))
+        .unwrap_or_default();
+    format!("{sha256}{}", archive_suffix(&last))
 }
 
-fn short(sha256: &str) -> &str {
-    &sha256[..16.min(sha256.len())]
+/// `.tar.xz`, `.tar.gz`, `.tgz`, `.tar`, `.xz` or `.gz` when `name` ends with one, else "".
+fn archive_suffix(name: &str) -> &'static str {
+    [".tar.xz", ".tar.gz", ".tgz", ".tar", ".xz", ".gz"]
+        .into_iter()
+        .find(|s| name.ends_with(s))
+        .unwrap_or("")
 }
 
 /// What an apply did, for the summary and `--json`.
@@ -651,16 +656,20 @@ mod tests {
     use crate::{error, exit};
 
     #[test]
-    fn cache_names_drop_queries_and_keep_the_file_name() {
+    fn cache_names_are_the_sha256_and_the_archive_suffix_only() {
         let sha = "a".repeat(64);
         assert_eq!(
             cache_name("https://git.kernel.org/x/mali_csffw.bin?id=930e", &sha),
-            format!("{}-mali_csffw.bin", "a".repeat(16))
+            sha
         );
+        assert_eq!(cache_name("https://h/", &sha), sha);
         assert_eq!(
-            cache_name("https://h/", &sha),
-            format!("{}-download", "a".repeat(16))
+            cache_name("https://h/mesa-26.1.6.tar.xz", &sha),
+            format!("{sha}.tar.xz")
         );
+        let long = format!("https://h/{}.tar.gz", "x".repeat(300));
+        assert_eq!(cache_name(&long, &sha), format!("{sha}.tar.gz"));
+        assert!(cache_name(&long, &sha).len() <= 255);
     }
 
     #[test]

@@ -164,7 +164,7 @@ impl<'a> Run<'a> {
         let progress = self.settings.progress_style(self.args.json);
         let fetch_opts = fetch::Options {
             progress,
-            ..fetch_options(&self.settings.vars)
+            ..fetch_options(&self.settings.vars)?
         };
         let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
         let tools = apply::Tools {
@@ -254,21 +254,35 @@ fn gather(
     host::gather::setup_facts(root, &probe)
 }
 
-/// Network settings; `RVL_FETCH_STALL_SECS` / `RVL_FETCH_ATTEMPTS` shorten them for tests.
-fn fetch_options(vars: &RvlVars) -> fetch::Options {
+/// Network settings: `RVL_FETCH_STALL_SECS`, `RVL_FETCH_ATTEMPTS`, `RVL_FETCH_MIN_RATE` and
+/// `RVL_FETCH_GRACE_SECS` change them (tests shorten them); a value that is not a whole number
+/// is a usage error naming the variable.
+fn fetch_options(vars: &RvlVars) -> anyhow::Result<fetch::Options> {
+    fn number(name: &str, value: Option<&str>) -> Result<Option<u64>, Error> {
+        value
+            .map(|v| {
+                v.trim()
+                    .parse::<u64>()
+                    .map_err(|_| Error::Usage(format!("{name}={v:?}: expected a whole number")))
+            })
+            .transpose()
+    }
+    use std::time::Duration;
     let mut o = fetch::Options::default();
-    if let Some(s) = vars
-        .fetch_stall_secs
-        .as_deref()
-        .and_then(|v| v.parse().ok())
-    {
-        o.stall_timeout = std::time::Duration::from_secs(s);
+    if let Some(s) = number("RVL_FETCH_STALL_SECS", vars.fetch_stall_secs.as_deref())? {
+        o.stall_timeout = Duration::from_secs(s);
     }
-    if let Some(n) = vars.fetch_attempts.as_deref().and_then(|v| v.parse().ok()) {
-        o.attempts = n;
-        o.backoff = std::time::Duration::from_millis(50);
+    if let Some(n) = number("RVL_FETCH_ATTEMPTS", vars.fetch_attempts.as_deref())? {
+        o.attempts = u32::try_from(n).unwrap_or(u32::MAX);
+        o.backoff = Duration::from_millis(50);
     }
-    o
+    if let Some(r) = number("RVL_FETCH_MIN_RATE", vars.fetch_min_rate.as_deref())? {
+        o.min_rate = r;
+    }
+    if let Some(s) = number("RVL_FETCH_GRACE_SECS", vars.fetch_grace_secs.as_deref())? {
+        o.rate_grace = Duration::from_secs(s);
+    }
+    Ok(o)
 }
 
 /// Changing the system needs root, unless `--root` is a tree the user owns.

@@ -1,5 +1,6 @@
 //! A tiny HTTP/1.1 server on 127.0.0.1 for download tests: each route answers in a scripted way
-//! (a good body, a 404, a body cut short, a stall, a redirect, a body that honours `Range`), and
+//! (a good body, a 404, a body cut short, a stall, a slow drip, a redirect, a body that honours
+//! `Range`), and
 //! every request is recorded so tests can check what the client asked for.
 
 #![allow(dead_code)]
@@ -37,6 +38,9 @@ pub enum Reply {
     Redirect(String),
     /// Send the body without a Content-Length (close-delimited).
     Unannounced(Vec<u8>),
+    /// Announce the whole length, then send one byte every `every`: never silent long enough
+    /// to stall, and never done.
+    Drip { body: Vec<u8>, every: Duration },
 }
 
 #[derive(Clone, Debug)]
@@ -146,6 +150,15 @@ fn serve(
             out,
             "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         ),
+        Reply::Drip { body, every } => {
+            send_cut(&mut out, &body, 0)?;
+            for b in &body {
+                thread::sleep(every);
+                out.write_all(&[*b])?;
+                out.flush()?;
+            }
+            Ok(())
+        }
         Reply::Unannounced(body) => {
             write!(out, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")?;
             out.write_all(&body)?;

@@ -59,6 +59,51 @@ impl Rvl {
         self
     }
 
+    /// [`Rvl::run`], killed at `deadline`: then the test fails naming the command, instead of
+    /// waiting for a run that would take hours.
+    pub fn run_within(mut self, deadline: std::time::Duration) -> Output {
+        use std::io::Read;
+        use std::process::Stdio;
+        let line = self.line.join(" ");
+        let mut child = self
+            .cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("`{line}` did not start: {e}"));
+        let drain = |mut r: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = r.read_to_end(&mut v);
+                v
+            })
+        };
+        let out = drain(Box::new(child.stdout.take().unwrap()));
+        let err = drain(Box::new(child.stderr.take().unwrap()));
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let stderr = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
+                panic!("`{line}` still running after {deadline:?}\n--- stderr ---\n{stderr}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stdout = String::from_utf8(out.join().unwrap())
+            .unwrap_or_else(|e| panic!("`{line}`: stdout is not UTF-8 ({e})"));
+        Output {
+            line,
+            code: status.code(),
+            stdout,
+            stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+        }
+    }
+
     /// Run to the end; stdin is closed (never a terminal), stdout and stderr are captured.
     pub fn run(mut self) -> Output {
         let line = self.line.join(" ");
