@@ -137,7 +137,8 @@ impl Error {
             Error::Locked(_) => exit::LOCKED,
             Error::NoVulkan(_) | Error::DeviceUnusable { .. } => exit::NO_VULKAN,
             Error::NotConfirmed(_) => exit::NOT_CONFIRMED,
-            Error::Tool(_) | Error::StepFailed(_) | Error::Vulkan { .. } => exit::PROBLEMS,
+            Error::Tool(_) | Error::Vulkan { .. } => exit::PROBLEMS,
+            Error::StepFailed(_) => exit::STEP_FAILED,
             Error::RollbackIncomplete(_) => exit::ROLLBACK_INCOMPLETE,
             Error::Refused(_) => exit::PROBLEMS,
             Error::Internal(_) => exit::INTERNAL,
@@ -207,6 +208,46 @@ pub const KINDS: &[&str] = &[
     "internal",
 ];
 
+/// An error's chain as a person reads it: the message, then each cause that adds something.
+/// A cause whose text the messages before it already hold is left out (an I/O error that
+/// [`Error::Io`] prints and also keeps as its source; a context that quotes its cause), and
+/// the `(os error N)` the standard library appends is dropped: the words say the same.
+pub fn chain_messages(err: &anyhow::Error) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in err.chain() {
+        let text = strip_os_error(&e.to_string());
+        if text.is_empty() || out.iter().any(|o| o.contains(&text)) {
+            continue;
+        }
+        out.push(text);
+    }
+    out
+}
+
+/// [`chain_messages`] on one line, joined by ": " (for an error quoted inside another).
+pub fn one_line(err: &anyhow::Error) -> String {
+    chain_messages(err).join(": ")
+}
+
+/// `text` without each ` (os error N)`.
+fn strip_os_error(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" (os error ") {
+        let tail = &rest[at + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail[digits..].starts_with(')') {
+            out.push_str(&rest[..at]);
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(&rest[..at + 1]);
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The first [`Error`] in an error's chain, if any.
 pub fn find(err: &anyhow::Error) -> Option<&Error> {
     err.chain().find_map(|e| e.downcast_ref::<Error>())
@@ -226,6 +267,36 @@ pub fn kind_of(err: &anyhow::Error) -> &'static str {
 mod tests {
     use super::*;
     use anyhow::Context;
+
+    #[test]
+    fn a_cause_that_repeats_its_error_and_os_error_numbers_are_left_out() {
+        let enospc = io::Error::from_raw_os_error(28);
+        let e = anyhow::Error::from(Error::io("cannot write", "/x/journal.json", enospc));
+        assert_eq!(
+            chain_messages(&e),
+            vec!["cannot write /x/journal.json: No space left on device"]
+        );
+        let e = anyhow::Error::from(Error::io(
+            "cannot check",
+            "/c/x",
+            io::Error::from_raw_os_error(36),
+        ))
+        .context("step firmware failed");
+        assert_eq!(
+            one_line(&e),
+            "step firmware failed: cannot check /c/x: File name too long"
+        );
+        // A cause with words of its own stays.
+        let e = anyhow::anyhow!("disk full").context("cannot save the bundle");
+        assert_eq!(
+            chain_messages(&e),
+            vec!["cannot save the bundle", "disk full"]
+        );
+        assert_eq!(
+            strip_os_error("a (os error x) b (os error 5)"),
+            "a (os error x) b"
+        );
+    }
 
     #[test]
     fn codes_survive_added_context() {
@@ -303,6 +374,7 @@ mod tests {
             io::Error::from(io::ErrorKind::PermissionDenied),
         );
         assert_eq!(denied.exit_code(), exit::PERMISSION);
+        assert_eq!(Error::StepFailed("x".into()).exit_code(), exit::STEP_FAILED);
         let other = Error::io("cannot write", "/x", io::Error::other("disk full"));
         assert_eq!(other.exit_code(), exit::PROBLEMS);
         assert_eq!(other.to_string(), "cannot write /x: disk full");

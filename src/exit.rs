@@ -4,7 +4,6 @@
 /// Success: doctor found no failing check / setup applied or had nothing to do / bench ran.
 pub const OK: i32 = 0;
 /// Doctor: at least one check failed (warnings count too with `--strict`).
-/// Setup: a step failed and what it had changed was rolled back.
 /// Smoke-bench: the run finished but a kernel produced a wrong result or a Vulkan call failed;
 /// with `--gguf`, a llama-bench run did not end ok.
 /// Serve: refused, a blocking doctor check fails or rvl's llama.cpp is not installed.
@@ -32,6 +31,9 @@ pub const ROLLBACK_INCOMPLETE: i32 = 10;
 /// overlay for the board, no `dtc`); the rest of the plan was planned or applied, and the output
 /// names each blocked step with what to do first.
 pub const BLOCKED: i32 = 11;
+/// Setup: a step failed (a tool failed, no space left on the device, a read-only file system)
+/// and everything the run had changed was put back.
+pub const STEP_FAILED: i32 = 12;
 /// Internal error (a bug). Panics are mapped here too instead of Rust's default 101.
 pub const INTERNAL: i32 = 70;
 
@@ -39,7 +41,7 @@ pub const INTERNAL: i32 = 70;
 /// constants above and with README.md's table.
 pub const TABLE: &[(i32, &str)] = &[
     (OK, "success: no failing check / setup applied or had nothing to do / benchmark ran"),
-    (PROBLEMS, "doctor: a check failed; setup: a step failed and was rolled back; smoke-bench: a kernel gave a wrong result or a Vulkan call failed, or a --gguf run did not end ok; serve: refused (a blocking check fails, or no rvl llama.cpp)"),
+    (PROBLEMS, "doctor: a check failed; smoke-bench: a kernel gave a wrong result or a Vulkan call failed, or a --gguf run did not end ok; serve: refused (a blocking check fails, or no rvl llama.cpp)"),
     (USAGE, "usage error"),
     (BAD_INPUT, "bad input file (profile, manifest, saved result, journal)"),
     (PERMISSION, "needs root, or permission denied"),
@@ -50,5 +52,6 @@ pub const TABLE: &[(i32, &str)] = &[
     (NOT_CONFIRMED, "setup not confirmed (no terminal and no --yes, or declined)"),
     (ROLLBACK_INCOMPLETE, "rollback incomplete: a path changed after setup, or a failed step could not be undone (see rvl setup --status)"),
     (BLOCKED, "setup: a step is blocked (see its fix); the rest of the plan ran"),
+    (STEP_FAILED, "setup: a step failed (a tool, no space left, a read-only file system); everything the run changed was put back"),
     (INTERNAL, "internal error (a bug)"),
 ];

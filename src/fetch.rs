@@ -81,6 +81,12 @@ pub enum FetchError {
     BadUrl { url: String, reason: String },
     #[error("{url}: the server answered HTTP {status}")]
     Status { url: String, status: u16 },
+    #[error("{url}: the server redirects (HTTP {status}) to {to}, which rvl does not follow: only https, or plain http to a loopback address")]
+    Redirect {
+        url: String,
+        status: u16,
+        to: String,
+    },
     #[error("{url}: the body is larger than the {limit} bytes allowed")]
     TooLarge { url: String, limit: u64 },
     #[error("{url}: the server announces {announced} bytes, the manifest pins {expected}")]
@@ -389,6 +395,19 @@ fn fetch_once(
             return Err(FetchError::Network {
                 url: req.url.clone(),
                 detail: "the server refused to resume; starting over".into(),
+            });
+        }
+        s if s.is_redirection() => {
+            // A redirect the client did not follow: to a scheme it does not speak (`file:`,
+            // `ftp:`), or without a Location.
+            let to = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            return Err(FetchError::Redirect {
+                url: req.url.clone(),
+                status: s.as_u16(),
+                to: to.unwrap_or_else(|| "nowhere (no Location header)".into()),
             });
         }
         s => {

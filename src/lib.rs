@@ -37,3 +37,4 @@ pub mod shell;
 pub mod status;
 pub mod validate;
 pub mod vulkan;
+pub mod yaml;

@@ -279,15 +279,8 @@ impl Manifest {
 
     /// Parse and validate manifest text; `name` is used in error messages.
     pub fn parse(text: &str, name: &str) -> anyhow::Result<Self> {
-        let manifest: Manifest = serde_saphyr::from_str(text).map_err(|e| {
-            let first = e.to_string();
-            let first = first
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ");
-            anyhow::Error::from(Error::Manifest(format!("{name}: {first}")))
-        })?;
+        let manifest: Manifest = crate::yaml::from_str(text)
+            .map_err(|e| anyhow::Error::from(Error::Manifest(e.placed(name))))?;
         manifest
             .validate()
             .map_err(|msg| anyhow::Error::from(Error::Manifest(format!("{name}: {msg}"))))?;
@@ -496,7 +489,7 @@ mod tests {
         ] {
             let err = Manifest::parse(&source_entry(&body), "m.yaml").unwrap_err();
             let msg = err.to_string();
-            assert!(msg.starts_with("m.yaml: line 12"), "{msg}");
+            assert!(msg.starts_with("m.yaml:12:"), "{msg}");
             assert!(msg.contains(&format!("source `s`: {expected}")), "{msg}");
             assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
         }
@@ -534,7 +527,7 @@ mod tests {
             let text = source_entry(&format!("    pip: {pip}\n"));
             let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
             assert!(msg.contains(expected), "{pip}: {msg}");
-            assert!(msg.starts_with("m.yaml: line 1"), "{msg}");
+            assert!(msg.starts_with("m.yaml:1"), "{msg}");
         }
     }
 
@@ -585,7 +578,7 @@ mod tests {
         let err = Manifest::parse("schema: 1\nfirmware:\n  - id: x\n    bogus: 1\n", "m.yaml")
             .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("m.yaml: line 4"), "{msg}");
+        assert!(msg.starts_with("m.yaml:4:5: "), "{msg}");
         assert!(msg.contains("unknown field `bogus`"), "{msg}");
         assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
     }

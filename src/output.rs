@@ -97,10 +97,11 @@ pub struct ErrorReport {
 
 impl ErrorReport {
     pub fn from_error(err: &anyhow::Error) -> Self {
+        let mut chain = crate::error::chain_messages(err).into_iter();
         ErrorReport {
             kind: crate::error::kind_of(err),
-            message: err.to_string(),
-            causes: err.chain().skip(1).map(|c| c.to_string()).collect(),
+            message: chain.next().unwrap_or_else(|| err.to_string()),
+            causes: chain.collect(),
         }
     }
 

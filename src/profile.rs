@@ -309,14 +309,10 @@ impl Profiles {
 
 /// Parse one profile. `name` is what error messages call the file.
 pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
-    let profile: Profile = serde_saphyr::from_str(text).map_err(|e| {
-        let place = match e.location() {
-            Some(loc) => format!("{name}:{}:{}", loc.line(), loc.column()),
-            None => name.to_string(),
-        };
+    let profile: Profile = crate::yaml::from_str(text).map_err(|e| {
         anyhow::Error::from(Error::Profile(format!(
-            "bad board profile {place}: {}",
-            first_line(&e.to_string())
+            "bad board profile {}",
+            e.placed(name)
         )))
     })?;
     if profile.id.is_empty() || profile.matches.is_empty() {
@@ -369,20 +365,6 @@ fn check_fields(p: &Profile) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// saphyr's message can carry a source snippet over several lines and starts with its own
-/// "error: line N column M: "; the location is reported separately, so keep only the reason.
-fn first_line(msg: &str) -> &str {
-    let line = msg.lines().next().unwrap_or(msg);
-    let line = line.strip_prefix("error: ").unwrap_or(line);
-    match line
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        Some((place, reason)) if place.contains("column") => reason,
-        _ => line,
-    }
 }
 
 #[cfg(test)]

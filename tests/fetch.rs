@@ -312,3 +312,21 @@ fn a_drip_that_never_stalls_ends_below_the_rate_floor_and_leaves_nothing() {
     assert_eq!(server.hits("/drip.bin"), 1, "not retried");
     assert_empty(dir.path());
 }
+
+/// reqwest hands back a redirect to a scheme it does not speak; on 4201ed1 that read only "the
+/// server answered HTTP 302".
+#[test]
+fn a_redirect_to_a_file_url_names_where_it_pointed() {
+    let server = Server::start();
+    let data = body(10);
+    let url = server.route("/r", Reply::Redirect("file:///etc/shadow".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let err = fetch::download(&req(&url, &data), &dir.path().join("r.bin"), &opts()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("{url}: the server redirects (HTTP 302) to file:///etc/shadow, which rvl does not follow")),
+        "{msg}"
+    );
+    assert_eq!(server.hits("/r"), 1, "not retried");
+    assert_empty(dir.path());
+}

@@ -302,7 +302,7 @@ fn a_generator_that_ignores_the_pin_fails_the_step_and_everything_is_put_back() 
         .args(&["--board", "boltzmann", "--only", BASIC, "--yes"])
         .env("RVL_TEST_UBOOT_UPDATE", "default=l1")
         .run()
-        .expect_code(exit::PROBLEMS)
+        .expect_code(exit::STEP_FAILED)
         .expect_stderr("step kernel failed")
         .expect_stderr("boots 6.1.75-npu-port, not 7.0.0-rc3-marfrit-A1")
         .expect_stderr("put back");

@@ -278,7 +278,7 @@ fn a_patch_that_does_not_apply_is_named_and_nothing_is_installed() {
         .arg("--yes")
         .env("RVL_PATCHES_DIR", p.path())
         .run()
-        .expect_code(exit::PROBLEMS)
+        .expect_code(exit::STEP_FAILED)
         .expect_stderr("step mesa failed")
         .expect_stderr("patch mesa/0002-bad.patch does not apply");
     assert_same(&before, &snapshot(fx.path()));
@@ -441,7 +441,7 @@ fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothin
         .env("RVL_PATCHES_DIR", none.path())
         .arg("--yes")
         .run()
-        .expect_code(exit::PROBLEMS)
+        .expect_code(exit::STEP_FAILED)
         .expect_stderr("step llama-cpp failed")
         .expect_stderr("the build made no test-backend-ops");
     assert_same(&before, &snapshot(fx.path()));
@@ -490,7 +490,7 @@ fn an_archive_entry_climbing_out_is_refused_and_nothing_is_installed() {
         boltzmann(&fx, &a.manifest, "mesa")
             .arg("--yes")
             .run()
-            .expect_code(exit::PROBLEMS)
+            .expect_code(exit::STEP_FAILED)
             .expect_stderr("refused")
             .expect_stderr(what);
         assert_same(&before, &snapshot(fx.path()));
@@ -709,7 +709,7 @@ fn missing_pip_or_build_backend_is_named_with_its_package_before_downloading() {
         let before = snapshot(t.fx.path());
         t.setup(&["--yes"])
             .run()
-            .expect_code(exit::PROBLEMS)
+            .expect_code(exit::STEP_FAILED)
             .expect_stderr(expected)
             .expect_stderr(package);
         assert_same(&before, &snapshot(t.fx.path()));

@@ -238,3 +238,68 @@ fn a_crash_at_any_write_of_a_line_wise_rollback_is_finished_next_time() {
         n += 1;
     }
 }
+
+/// The run that finishes a rollback stopped by a crash says what it put back; on 4201ed1 it
+/// printed "Nothing to roll back: setup has not changed …" on stdout (the finished work went
+/// to one line on stderr).
+#[test]
+fn the_run_that_finishes_an_interrupted_rollback_says_what_it_put_back() {
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let c = &CASES[0];
+    let fx = Fixture::copy(c.fixture);
+    apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
+    setup(&fx, &a.manifest)
+        .arg("--rollback")
+        .env("RVL_FAULT", "at-write:3")
+        .run()
+        .expect_code(FAULT_EXIT);
+    let out = setup(&fx, &a.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout("finished the rollback that was interrupted (run ")
+        .expect_stdout("✓ rolled back");
+    assert!(!out.stdout().contains("Nothing to roll back"), "{out}");
+    assert!(
+        out.stdout().contains("  ✓ restored /") || out.stdout().contains("  ✓ removed /"),
+        "{out}"
+    );
+    let json = setup(&fx, &a.manifest)
+        .args(&["--rollback", "--json"])
+        .run();
+    assert!(
+        json.stdout_json()["runs"].as_array().unwrap().is_empty(),
+        "{json}"
+    );
+    assert_same(&snapshot(&fixture_dir(c.fixture)), &snapshot(fx.path()));
+}
+
+/// A full disk or a read-only file system under the root, at the journal (the first file a run
+/// writes) and at a later file of a step: the step-failure status, the cause said once in
+/// words, nothing changed. On 4201ed1 these exited 1 ("problems found") with "No space left on
+/// device (os error 28): No space left on device (os error 28)".
+#[test]
+fn no_space_or_a_read_only_file_system_during_apply_is_a_step_failure_said_once() {
+    let a = artifacts(&firmware_bytes(), None, &[]);
+    let c = &CASES[0];
+    for (fault, words) in [
+        ("enospc-at-file:1", "No space left on device"),
+        ("enospc-at-file:3", "No space left on device"),
+        ("erofs-at-file:3", "Read-only file system"),
+    ] {
+        let fx = Fixture::copy(c.fixture);
+        let before = snapshot(fx.path());
+        let out = apply(fx.path(), &a.manifest, c, Some(fault))
+            .expect_code(exit::STEP_FAILED)
+            .expect_stderr(words);
+        assert_eq!(out.stderr().matches(words).count(), 1, "{fault}: {out}");
+        assert!(!out.stderr().contains("(os error"), "{fault}: {out}");
+        assert!(!out.stderr().contains("caused by"), "{fault}: {out}");
+        let mut after = snapshot(fx.path());
+        let mut before = before.clone();
+        // The state directory may keep the lock file; the system itself is unchanged.
+        after.retain(|p, _| !p.starts_with("var/lib/rvl"));
+        before.retain(|p, _| !p.starts_with("var/lib/rvl"));
+        assert_same(&before, &after);
+    }
+}

@@ -156,7 +156,16 @@ pub fn apply(
     tools: &Tools,
 ) -> anyhow::Result<Outcome> {
     let names = plan.step_names();
-    let mut txn = Txn::begin(root, &names)?;
+    // A journal that cannot be written (no space, a read-only file system) fails the run
+    // before any change, as a step would.
+    let mut txn = Txn::begin(root, &names).map_err(|e| match crate::error::find(&e) {
+        Some(Error::Io { source, .. }) if is_storage_failure(source) => Error::StepFailed(format!(
+            "cannot start the run: {}\nNothing was changed.",
+            crate::error::one_line(&e)
+        ))
+        .into(),
+        _ => e,
+    })?;
     let mut ctx = ActionCtx {
         cache,
         patches,
@@ -174,12 +183,13 @@ pub fn apply(
             .try_for_each(|a| run_action(&mut txn, &step.step, a, &mut ctx));
         if let Err(err) = result {
             let id = txn.id().to_string();
+            let err = crate::error::one_line(&err);
             return match txn.abort() {
                 Ok(()) => Err(Error::StepFailed(format!(
-                        "step {} failed: {err:#}\nEverything this run changed was put back (transaction {id}).",
+                        "step {} failed: {err}\nEverything this run changed was put back (transaction {id}).",
                         step.step
                     )).into()),
-                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err:#}\nand undoing it failed too: {undo:#}\n`rvl setup --status` shows what is left", step.step)).into()),
+                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err}\nand undoing it failed too: {}\n`rvl setup --status` shows what is left", step.step, crate::error::one_line(&undo))).into()),
             };
         }
         fault::step_done(&step.step);
@@ -190,6 +200,17 @@ pub fn apply(
         steps: names,
         changed: applied.entries.iter().map(|e| e.path.clone()).collect(),
         deferred: ctx.deferred,
+    })
+}
+
+/// No space left, a quota reached, a read-only file system, an I/O error: the storage under
+/// the root failed, not rvl's input or its permissions.
+fn is_storage_failure(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        [Errno::NOSPC, Errno::ROFS, Errno::DQUOT, Errno::IO]
+            .iter()
+            .any(|x| x.raw_os_error() == n)
     })
 }
 

@@ -3,6 +3,9 @@
 //! system (after the new content is on disk in its temp file, before it is renamed into place,
 //! the worst moment for a crash). The process exits at once with [`FAULT_EXIT`], without
 //! unwinding or cleaning up, as a power cut would leave it (the kernel drops the lock).
+//! `RVL_FAULT=enospc-at-file:N` / `erofs-at-file:N` make the N-th file setup writes fail as a
+//! full disk or a read-only file system would (`ENOSPC`, `EROFS`), and setup carries on as it
+//! does with a real one.
 //!
 //! The spec comes from the settings (`settings.vars.fault`), set once by [`configure`] when
 //! setup starts; unconfigured (unit tests, other verbs) means no fault.
@@ -17,6 +20,8 @@ pub const FAULT_EXIT: i32 = 99;
 pub enum Fault {
     AfterStep(String),
     AtWrite(u64),
+    /// The N-th file write fails with this errno.
+    FileError(u64, i32),
 }
 
 /// Parse a fault spec; `None` for an empty or unknown one (a typo must not look like a crash).
@@ -25,6 +30,15 @@ pub fn parse(spec: &str) -> Option<Fault> {
     match kind {
         "after-step" if !arg.is_empty() => Some(Fault::AfterStep(arg.to_string())),
         "at-write" => arg.parse().ok().filter(|n| *n > 0).map(Fault::AtWrite),
+        "enospc-at-file" | "erofs-at-file" => {
+            let errno = if kind == "enospc-at-file" {
+                rustix::io::Errno::NOSPC
+            } else {
+                rustix::io::Errno::ROFS
+            };
+            let n = arg.parse().ok().filter(|n| *n > 0)?;
+            Some(Fault::FileError(n, errno.raw_os_error()))
+        }
         _ => None,
     }
 }
@@ -47,6 +61,20 @@ pub fn write_point(what: &std::path::Path) {
     let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
     if configured() == Some(&Fault::AtWrite(n)) {
         crash(&format!("at write {n} ({})", what.display()));
+    }
+}
+
+static FILES: AtomicU64 = AtomicU64::new(0);
+
+/// Called once per file setup writes, before its content: the injected error, if this is the
+/// file `RVL_FAULT=…-at-file:N` names.
+pub fn file_write() -> std::io::Result<()> {
+    let n = FILES.fetch_add(1, Ordering::SeqCst) + 1;
+    match configured() {
+        Some(Fault::FileError(at, errno)) if *at == n => {
+            Err(std::io::Error::from_raw_os_error(*errno))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -74,6 +102,9 @@ mod tests {
         );
         assert_eq!(parse("at-write:3"), Some(Fault::AtWrite(3)));
         assert_eq!(parse("at-write:0"), None);
+        assert_eq!(parse("enospc-at-file:2"), Some(Fault::FileError(2, 28)));
+        assert_eq!(parse("erofs-at-file:1"), Some(Fault::FileError(1, 30)));
+        assert_eq!(parse("erofs-at-file:0"), None);
         assert_eq!(parse("at-write:x"), None);
         assert_eq!(parse("after-step:"), None);
         assert_eq!(parse("explode"), None);

@@ -214,6 +214,7 @@ pub fn write_atomic(root: &Root, path: &Path, data: &[u8], meta: Meta) -> io::Re
     let tmp = temp_name(&name);
     let result = (|| {
         let mut file = create_new(&dir, &tmp)?;
+        fault::file_write()?;
         file.write_all(data)?;
         apply_meta(&file, meta)?;
         file.sync_all()?;

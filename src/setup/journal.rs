@@ -540,6 +540,9 @@ pub enum Recovery {
     /// A rollback was interrupted; it was finished.
     FinishedRollback {
         id: String,
+        /// What finishing it did, per run (for the human report; `--json` has them in `runs`).
+        #[serde(skip)]
+        runs: Vec<rollback::RunUndo>,
     },
     /// The apply had been committed; only the journal was left.
     AlreadyCommitted {
@@ -555,7 +558,7 @@ impl std::fmt::Display for Recovery {
                 f,
                 "an interrupted apply ({id}) was undone: {entries} path(s) put back"
             ),
-            Recovery::FinishedRollback { id } => {
+            Recovery::FinishedRollback { id, .. } => {
                 write!(f, "an interrupted rollback ({id}) was finished")
             }
             Recovery::AlreadyCommitted { id } => {
@@ -597,9 +600,12 @@ pub fn recover(root: &Root) -> anyhow::Result<Recovery> {
             } else {
                 journal.targets.clone()
             };
-            rollback::finish(&state, &ids, journal.force)?;
+            let runs = rollback::finish(&state, &ids, journal.force)?;
             state.clear_journal()?;
-            Ok(Recovery::FinishedRollback { id: journal.id })
+            Ok(Recovery::FinishedRollback {
+                id: journal.id,
+                runs,
+            })
         }
     }
 }

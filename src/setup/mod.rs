@@ -352,9 +352,20 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
     let recovered = recover(root, args.json)?;
-    let runs = journal::rollback(root, &opts)?;
+    let mut runs = journal::rollback(root, &opts)?;
+    // What finishing an interrupted rollback did is this run's work too: listed first, so
+    // the report says what was put back instead of "Nothing to roll back".
+    let note = match &recovered {
+        journal::Recovery::FinishedRollback { id, runs: finished } => {
+            runs.splice(0..0, finished.iter().cloned());
+            Some(format!(
+                "finished the rollback that was interrupted (run {id}); what it put back is listed below"
+            ))
+        }
+        _ => None,
+    };
     Ok(SetupOutcome::Rollback(RollbackReport::new(
-        false, recovered, None, runs, place,
+        false, recovered, note, runs, place,
     )))
 }
 

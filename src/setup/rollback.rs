@@ -114,7 +114,7 @@ pub enum Act {
     Refuse,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathUndo {
     pub path: String,
     pub step: String,
@@ -129,7 +129,7 @@ pub struct PathUndo {
 }
 
 /// One run, undone (or planned to be).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunUndo {
     pub id: String,
     pub steps: Vec<String>,
