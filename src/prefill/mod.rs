@@ -9,6 +9,7 @@
 //! builds without the `bench` feature; with it, rvl's loader names the driver and Mesa version.
 
 pub mod compare;
+pub mod g610;
 pub mod gguf;
 pub mod parse;
 pub mod plan;
