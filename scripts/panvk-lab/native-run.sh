@@ -20,6 +20,8 @@ MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
 CH="$MESA_LAB/chroot"
 variant=stock
 if [ "${1:-}" = --patched ]; then variant=patched; shift; fi
+# --variant NAME: a build made with build-mesa.sh --variant NAME
+if [ "${1:-}" = --variant ]; then variant="${2:?--variant needs a name}"; shift 2; fi
 [ $# -ge 1 ] || die "usage: native-run.sh [--patched] PROGRAM [ARGS...]"
 B="/lab/build-$variant"
 shim="$B/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so"
