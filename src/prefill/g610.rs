@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::gguf::Gguf;
 
 /// The shader cores and clock the rates assume (G610 MC4 at its top OPP).
-pub const BASIS: &str = "Mali-G610 MC4, 4 cores at 1 GHz, Mesa 26.2 panvk with rvl's patches, rvl's Mali matmul pipelines (panvk lab: inner loops only, no memory system)";
+pub const BASIS: &str = "Mali-G610 MC4, 4 cores at 1 GHz, Mesa 26.2's panvk compiler, rvl's Mali matmul pipelines (panvk lab: inner loops only, no memory system)";
 
 /// ggml's tile selection on Mali: the 32x32 tile up to 32 tokens per ubatch, the 64x64 above.
 pub const SMALL_TILE_MAX_TOKENS: u32 = 32;
@@ -34,8 +34,9 @@ pub struct LabRate {
     pub small_gflops: f64,
 }
 
-/// The lab's rows for rvl's Mali pipelines (docs/panvk-lab.md, "rvl's Mali matmul pipelines"),
-/// with the activations in f32 as llama.cpp gives them. Quantised weights run the dequantising
+/// The lab's rows for rvl's Mali pipelines (docs/panvk-lab.md, "rvl's Mali matmul pipelines":
+/// `throughput-report.sh --ggml`, Mesa 26.2.0-rc1's compiler as rvl's series leaves it), with
+/// the activations in f32 as llama.cpp gives them. Quantised weights run the dequantising
 /// pipeline with fp16 maths (`matmul_mali_quant_f32_f16acc`, one SPIR-V, the type a
 /// specialisation constant): on Mali, rvl's series takes them off ggml's int-dot path, whose
 /// lab rate is lower.
@@ -44,43 +45,43 @@ pub const LAB_RATES: &[LabRate] = &[
         ggml_type: 0,
         type_name: "f32",
         pipeline: "matmul_mali_f32_f32",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 352.0,
+        small_gflops: 309.0,
     },
     LabRate {
         ggml_type: 1,
         type_name: "f16",
         pipeline: "matmul_mali_f16_f32_f16acc",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 652.0,
+        small_gflops: 543.0,
     },
     LabRate {
         ggml_type: 2,
         type_name: "q4_0",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 596.0,
+        small_gflops: 455.0,
     },
     LabRate {
         ggml_type: 8,
         type_name: "q8_0",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 596.0,
+        small_gflops: 457.0,
     },
     LabRate {
         ggml_type: 12,
         type_name: "q4_K",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 492.0,
+        small_gflops: 352.0,
     },
     LabRate {
         ggml_type: 14,
         type_name: "q6_K",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 0.0,
-        small_gflops: 0.0,
+        medium_gflops: 437.0,
+        small_gflops: 298.0,
     },
 ];
 
@@ -270,6 +271,9 @@ mod tests {
         // the linear layers: 2 x 3.09 G parameters less the embedding
         let total = p.gflop_per_token.unwrap();
         assert!((total - 5.55).abs() < 0.01, "{total}");
+        // GEMM-only pp at ubatch 512 with the lab's q4_K and q6_K rates (docs/panvk-lab.md)
+        let pp = p.points[0].tokens_per_s;
+        assert!((pp - 87.0).abs() < 0.1, "{pp}");
     }
 
     #[test]
