@@ -59,7 +59,9 @@ fn test_backend_ops() -> Option<PathBuf> {
 
 /// Run the cases on lavapipe at `subgroup` (8 or 16) and check every one passed.
 fn mul_mat_cases_pass_at(subgroup: u32) {
-    let Some(tbo) = test_backend_ops() else { return };
+    let Some(tbo) = test_backend_ops() else {
+        return;
+    };
     let cache = tempfile::tempdir().unwrap();
     let filter = format!(
         "^({})",

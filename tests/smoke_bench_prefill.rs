@@ -330,10 +330,7 @@ fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurem
     assert_eq!(g["error"], serde_json::Value::Null, "{out}");
     assert_eq!(g["by_type"][0]["ggml_type"], "f16");
     assert_eq!(g["by_type"][0]["matrices"], 3);
-    assert_eq!(
-        g["by_type"][0]["pipeline"],
-        "matmul_mali_f16_f32_f16acc"
-    );
+    assert_eq!(g["by_type"][0]["pipeline"], "matmul_mali_f16_f32_f16acc");
     let rate = rvl::prefill::g610::lab_rate(1).unwrap();
     let gflop = 49_152e-9;
     // ubatch 8 is ggml's matrix-vector path: no lab figure
@@ -356,7 +353,9 @@ fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurem
         .expect_code(exit::OK);
     let s = human.stdout();
     assert!(
-        s.contains("G610 at 1 GHz (panvk lab model, GEMM only): 0.0000492 GFLOP/token (f16 0.0000492 at "),
+        s.contains(
+            "G610 at 1 GHz (panvk lab model, GEMM only): 0.0000492 GFLOP/token (f16 0.0000492 at "
+        ),
         "{human}"
     );
     assert!(s.contains("| G610 1 GHz pred t/s | status |"), "{human}");

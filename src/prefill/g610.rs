@@ -126,14 +126,21 @@ pub struct G610Point {
 /// embedding (a row lookup) and the LM head (`output.weight`: llama-bench's pp computes logits
 /// for the last token only).
 fn is_layer_matmul(name: &str, dims: &[u64]) -> bool {
-    name.starts_with("blk.") && name.ends_with(".weight") && dims.len() == 2 && dims.iter().all(|&d| d > 1)
+    name.starts_with("blk.")
+        && name.ends_with(".weight")
+        && dims.len() == 2
+        && dims.iter().all(|&d| d > 1)
 }
 
 /// The prediction for the model whose header is `g`, at each of `ubatches`.
 pub fn predict(g: &Gguf, ubatches: &[u32]) -> G610Prediction {
     let mut by_type: Vec<TypeShare> = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
-    for t in g.tensors.iter().filter(|t| is_layer_matmul(&t.name, &t.dims)) {
+    for t in g
+        .tensors
+        .iter()
+        .filter(|t| is_layer_matmul(&t.name, &t.dims))
+    {
         // dims[0] = K (inputs), dims[1] = M (outputs): 2·K·M FLOP per token.
         let gflop = 2.0 * t.dims[0] as f64 * t.dims[1] as f64 / 1e9;
         match lab_rate(t.ggml_type.0) {
@@ -280,12 +287,22 @@ mod tests {
     fn the_rate_per_token_is_the_work_over_each_types_lab_rate_by_tile() {
         let g = qwen25_3b_q4_k_m();
         let p = predict(&g, &[4, 16, 512]);
-        assert_eq!(p.points.iter().map(|x| x.ubatch).collect::<Vec<_>>(), [16, 512]);
+        assert_eq!(
+            p.points.iter().map(|x| x.ubatch).collect::<Vec<_>>(),
+            [16, 512]
+        );
         let expect = |small: bool| {
             1.0 / p
                 .by_type
                 .iter()
-                .map(|s| s.gflop_per_token / if small { s.small_gflops } else { s.medium_gflops })
+                .map(|s| {
+                    s.gflop_per_token
+                        / if small {
+                            s.small_gflops
+                        } else {
+                            s.medium_gflops
+                        }
+                })
                 .sum::<f64>()
         };
         assert!((p.points[0].tokens_per_s - expect(true)).abs() < 1e-9);
@@ -304,9 +321,19 @@ mod tests {
         ];
         let g = crate::gguf::read::parse(&write::header(&meta, &t).unwrap().0, false).unwrap();
         let e = predict(&g, &[512]).error.unwrap();
-        assert!(e.contains("blk.0.attn_q.weight (ggml type 30) and 1 more"), "{e}");
-        let none = vec![TensorSpec::new("blk.0.attn_norm.weight", &[64], GgmlType::F32)];
+        assert!(
+            e.contains("blk.0.attn_q.weight (ggml type 30) and 1 more"),
+            "{e}"
+        );
+        let none = vec![TensorSpec::new(
+            "blk.0.attn_norm.weight",
+            &[64],
+            GgmlType::F32,
+        )];
         let g = crate::gguf::read::parse(&write::header(&meta, &none).unwrap().0, false).unwrap();
-        assert!(predict(&g, &[512]).error.unwrap().contains("no layer weight"));
+        assert!(predict(&g, &[512])
+            .error
+            .unwrap()
+            .contains("no layer weight"));
     }
 }

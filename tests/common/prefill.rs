@@ -148,7 +148,10 @@ pub fn tiny_shapes_gguf(file_type: Option<u32>) -> Vec<u8> {
 /// prediction (no shapes metadata, so no GEMM sweep).
 pub fn tiny_weights_gguf(ty: rvl::gguf::GgmlType) -> Vec<u8> {
     use rvl::gguf::{write::TensorSpec, GgmlType, Value};
-    let meta = vec![("general.architecture".to_string(), Value::String("llama".into()))];
+    let meta = vec![(
+        "general.architecture".to_string(),
+        Value::String("llama".into()),
+    )];
     let t = [
         TensorSpec::new("blk.0.attn_norm.weight", &[64], GgmlType::F32),
         TensorSpec::new("blk.0.attn_q.weight", &[64, 64], ty),
