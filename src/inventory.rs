@@ -32,8 +32,23 @@ pub struct Inventory {
     /// rvl's Mesa (panvk) builds.
     #[serde(default)]
     pub mesa: MesaFacts,
+    /// The image's `/etc/os-release`: which distribution and release (it decides what setup can
+    /// build there). None when the file is missing or unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<OsFacts>,
     /// Facts only a running system can give (ioctls, access checks, Vulkan); empty otherwise.
     pub live_facts: LiveFacts,
+}
+
+/// The fields of os-release(5) rvl reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsFacts {
+    /// `ID`, e.g. `debian`, `ubuntu`.
+    pub id: String,
+    /// `VERSION_ID`, e.g. `12`, `24.04`; empty for rolling releases.
+    pub version_id: String,
+    /// `PRETTY_NAME`, for messages.
+    pub pretty_name: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

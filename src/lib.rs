@@ -23,6 +23,7 @@ pub mod llama;
 pub mod manifest;
 pub mod mesa;
 pub mod osrelease;
+pub mod outfile;
 pub mod output;
 pub mod patchlevel;
 pub mod prefill;

@@ -1150,3 +1150,34 @@ fn gpu_clock_skips_without_a_devfreq_node() {
     assert_eq!(c["status"], "skip", "{c:#}");
     says(c["summary"].as_str().unwrap(), &["has no devfreq node"]);
 }
+
+#[test]
+fn vulkan_icd_names_the_release_that_blocks_the_mesa_step_instead_of_a_command_setup_refuses() {
+    let fx = Fixture::copy("boltzmann-vendor-kbase");
+    let plain = fix(
+        &report(
+            doctor(fx.path()).arg("--board").arg("boltzmann"),
+            exit::PROBLEMS,
+        ),
+        "vulkan-icd",
+    );
+    assert!(plain.contains("--only mesa,icd"), "{plain}");
+    assert!(!plain.contains("cannot build"), "{plain}");
+    // On a release that cannot build the pinned Mesa, the same command would only be blocked:
+    // the fix says why and what to do first (a loop otherwise: doctor -> setup -> blocked).
+    fx.write(
+        "etc/os-release",
+        "PRETTY_NAME=\"Debian GNU/Linux 11 (bullseye)\"\nVERSION_ID=\"11\"\nID=debian\n",
+    );
+    let doc = report(
+        doctor(fx.path()).arg("--board").arg("boltzmann"),
+        exit::PROBLEMS,
+    );
+    let blocked = fix(&doc, "vulkan-icd");
+    assert!(
+        blocked.starts_with("Debian GNU/Linux 11 (bullseye) cannot build Mesa 26"),
+        "{blocked}"
+    );
+    assert!(blocked.contains("upgrade the image"), "{blocked}");
+    assert_eq!(doc["inventory"]["os"]["version_id"], "11", "{doc:#}");
+}

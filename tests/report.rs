@@ -195,3 +195,124 @@ fn a_fifo_given_as_the_bench_result_is_skipped_not_waited_on() {
         .expect_code(exit::OK)
         .expect_stdout("not a regular file");
 }
+
+/// A device node in `dir` (root only: mknod needs it), so a regression replaces a node of the
+/// test's own, never the machine's /dev/null.
+fn node(
+    dir: &Path,
+    name: &str,
+    kind: rustix::fs::FileType,
+    major: u32,
+    minor: u32,
+) -> Option<std::path::PathBuf> {
+    let p = dir.join(name);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &p,
+        kind,
+        rustix::fs::Mode::from_raw_mode(0o666),
+        rustix::fs::makedev(major, minor),
+    )
+    .ok()
+    .map(|()| p)
+}
+
+#[test]
+fn output_to_a_fifo_is_written_through_and_the_fifo_stays() {
+    use std::os::unix::fs::FileTypeExt;
+    let fx = board();
+    let fifo = node(fx.parent(), "pipe", rustix::fs::FileType::Fifo, 0, 0).unwrap();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&fifo)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let bytes = reader.join().unwrap();
+    assert_eq!(&bytes[..2], b"\x1f\x8b", "not a gzip stream");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}
+
+#[test]
+fn output_to_a_device_node_never_replaces_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let fx = board();
+    let dir = fx.parent();
+    // A character device (a /dev/null of the test's own) is written through and stays.
+    let Some(null) = node(dir, "null", rustix::fs::FileType::CharacterDevice, 1, 3) else {
+        eprintln!("skipped: mknod needs root");
+        return;
+    };
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&null)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let meta = std::fs::symlink_metadata(&null).unwrap();
+    assert!(meta.file_type().is_char_device(), "{meta:?}");
+    // /dev/full: the write fails, naming the target, and the node stays.
+    let full = node(dir, "full", rustix::fs::FileType::CharacterDevice, 1, 7).unwrap();
+    let out = rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&full)
+        .root(&fx)
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let err = out.stderr();
+    assert!(
+        err.contains(&format!("{}: No space left on device", full.display())),
+        "{err}"
+    );
+    // The target is named, never the temporary file beside it.
+    assert!(!err.contains("/.rvl-"), "{err}");
+    assert!(std::fs::symlink_metadata(&full)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A block device is refused before anything is collected, and stays.
+    let blk = node(dir, "blk", rustix::fs::FileType::BlockDevice, 7, 250).unwrap();
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&blk)
+        .root(&fx)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("is a block device");
+    assert!(std::fs::symlink_metadata(&blk)
+        .unwrap()
+        .file_type()
+        .is_block_device());
+    // So is `smoke-bench --save`, before any benchmarking.
+    rvl(&["smoke-bench", "--save"])
+        .arg(&blk)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("is a block device");
+    assert!(std::fs::symlink_metadata(&blk)
+        .unwrap()
+        .file_type()
+        .is_block_device());
+}
+
+#[test]
+fn output_through_a_link_replaces_the_file_it_names_and_keeps_the_link() {
+    let fx = board();
+    let real = fx.parent().join("real.tar.gz");
+    std::fs::write(&real, b"old").unwrap();
+    let link = fx.parent().join("latest.tar.gz");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&link)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(unpack(&real).keys().any(|k| k.ends_with("doctor.json")));
+}

@@ -660,3 +660,82 @@ fn json_apply_prints_one_json_document_with_the_outcome() {
     let v = b.run_as_rock(&apply).stdout_json();
     assert_eq!(v["applied"], false);
 }
+
+const BULLSEYE: &str =
+    "PRETTY_NAME=\"Debian GNU/Linux 11 (bullseye)\"\nVERSION_ID=\"11\"\nID=debian\n";
+
+/// The ICD files the icd step writes; none may exist while panvk was never built.
+const ICD_FILES: [&str; 3] = [
+    "etc/vulkan/icd.d/rvl_panvk.aarch64.json",
+    "etc/environment.d/90-rvl-vulkan.conf",
+    "etc/profile.d/rvl-vulkan.sh",
+];
+
+#[test]
+fn a_blocked_mesa_step_blocks_the_icd_step_in_the_full_plan_and_with_only() {
+    // Debian 11's toolchain cannot build Mesa 26: the mesa step is blocked, and an ICD naming
+    // a library that was never built would break Vulkan for every login, so icd is blocked
+    // with it and nothing of it is written.
+    let b = Board::new("boltzmann-extlinux");
+    b.fx.write("etc/os-release", BULLSEYE);
+    for only in [None, Some("mesa,icd")] {
+        let mut args = vec!["--board", "boltzmann", "--dry-run", "--json"];
+        if let Some(o) = only {
+            args.extend(["--only", o]);
+        }
+        let v = b.run(&args).expect_code(exit::BLOCKED).stdout_json();
+        let blocked: Vec<&str> = v["plan"]["blocked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["step"].as_str().unwrap())
+            .collect();
+        assert!(blocked.contains(&"mesa") && blocked.contains(&"icd"), "{v}");
+        assert!(!step_names(&v).contains(&"icd".to_string()), "{v}");
+        let icd = v["plan"]["blocked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == "icd")
+            .unwrap();
+        assert!(
+            icd["why"]
+                .as_str()
+                .unwrap()
+                .contains("mesa step is blocked"),
+            "{icd}"
+        );
+    }
+    let out = b
+        .run(&["--board", "boltzmann", "--only", "mesa,icd", "--yes"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("✗ mesa blocked: ")
+        .expect_stdout("✗ icd blocked: ");
+    assert!(!out.stdout().contains("applied"), "{}", out.stdout());
+    let full = b
+        .run(&["--board", "boltzmann", "--yes"])
+        .expect_code(exit::BLOCKED);
+    assert!(!full.stdout().contains("(icd)"), "{}", full.stdout());
+    for f in ICD_FILES {
+        assert!(!b.fx.join(f).exists(), "{f} written though mesa is blocked");
+    }
+}
+
+#[test]
+fn icd_without_panvk_installed_or_planned_is_blocked_with_the_step_order() {
+    let b = Board::new("boltzmann-extlinux");
+    let before = snapshot(b.root());
+    let out = b
+        .run(&["--board", "boltzmann", "--only", "kernel,icd", "--yes"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("✗ icd blocked: panvk is not installed")
+        .expect_stdout("--only mesa,icd");
+    // The kernel step still ran; icd wrote nothing.
+    assert!(out.stdout().contains("(kernel)"), "{}", out.stdout());
+    for f in ICD_FILES {
+        assert!(!b.fx.join(f).exists(), "{f} written without panvk");
+    }
+    assert!(roots::changed(&before, &snapshot(b.root()))
+        .iter()
+        .all(|p| !p.contains("vulkan")));
+}

@@ -141,7 +141,7 @@ fn an_unwritable_save_path_is_refused_before_vulkan_is_even_loaded() {
         &["smoke-bench", "--save", save.to_str().unwrap()],
         &[("RVL_VULKAN_LIBRARY", "/nonexistent/libvulkan.so.1")],
     );
-    assert_eq!(ran.code, exit::PROBLEMS, "{}", ran.stderr);
+    assert_eq!(ran.code, exit::USAGE, "{}", ran.stderr);
     assert!(ran.stderr.contains("--save"), "{}", ran.stderr);
     assert!(!save.exists());
 }

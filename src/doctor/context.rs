@@ -27,6 +27,30 @@ impl Context<'_> {
         format!("sudo rvl setup --board {} --only {steps}", self.board_id())
     }
 
+    /// Why setup's mesa step is blocked on this image (its release cannot build the pinned
+    /// Mesa), or None. A fix that names the mesa step says this instead of a command that
+    /// setup would only refuse.
+    pub fn mesa_blocked(&self) -> Option<String> {
+        let os = self.inv.os.as_ref()?;
+        crate::osrelease::mesa26_blocker(&crate::osrelease::OsRelease {
+            id: os.id.clone(),
+            version_id: os.version_id.clone(),
+            pretty_name: os.pretty_name.clone(),
+        })
+    }
+
+    /// The fix for a missing or stale panvk: setup's mesa and icd steps, or, where the mesa
+    /// step is blocked, why and what unblocks it.
+    pub fn setup_panvk(&self) -> String {
+        match self.mesa_blocked() {
+            Some(why) => format!(
+                "{why}; upgrade the image to a release that can, then run {}",
+                self.setup("mesa,icd")
+            ),
+            None => self.setup("mesa,icd"),
+        }
+    }
+
     /// Why a live-only probe did not run, or None when it may run.
     pub fn not_live_reason(&self) -> Option<&'static str> {
         (!self.inv.live).then_some("not the running system (--root is not /)")

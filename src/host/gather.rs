@@ -95,6 +95,7 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         env: env.clone(),
         llama: Default::default(),
         mesa: Default::default(),
+        os: os_release(root),
         live_facts,
     };
     // After the rest: which environment the binaries get depends on the ICD and live facts.
@@ -109,6 +110,18 @@ pub fn gather(root: &Root, env: &Env, opts: &GatherOptions) -> Inventory {
         }
     }
     inv
+}
+
+/// `/etc/os-release` (a link to `../usr/lib/os-release` on most images, followed inside the
+/// root), capped: the file is a few hundred bytes.
+fn os_release(root: &Root) -> Option<crate::inventory::OsFacts> {
+    let bytes = root.read_capped("/etc/os-release", 64 * 1024).ok()?;
+    let o = crate::osrelease::parse(&String::from_utf8_lossy(&bytes));
+    Some(crate::inventory::OsFacts {
+        id: o.id,
+        version_id: o.version_id,
+        pretty_name: o.pretty_name,
+    })
 }
 
 fn kernel(root: &Root) -> KernelFacts {

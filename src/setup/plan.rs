@@ -14,6 +14,12 @@ use super::target::Target;
 use crate::error::Error;
 use crate::manifest::Manifest;
 
+/// Steps that work on what an earlier step makes: (step, the step it needs). When the needed
+/// step is blocked in this plan, the step that needs it is blocked too, with the same fix; a
+/// step never writes configuration that points at something that was not made (an ICD naming
+/// a library that was never built breaks Vulkan for every login).
+pub const NEEDS: [(&str, &str); 1] = [("icd", "mesa")];
+
 /// Every step, in the order setup runs them.
 pub const STEP_NAMES: [&str; 7] = [
     "kernel",
@@ -113,6 +119,21 @@ pub fn plan(
             opts,
             overlay,
         };
+        let blocked_need = NEEDS
+            .iter()
+            .filter(|(step, _)| *step == name)
+            .find_map(|(_, need)| plan.blocked.iter().find(|b| b.step == *need));
+        if let Some(b) = blocked_need {
+            plan.blocked.push(Blocked {
+                step: name.to_string(),
+                why: format!(
+                    "it needs what the {0} step makes, and the {0} step is blocked",
+                    b.step
+                ),
+                fix: b.fix.clone(),
+            });
+            continue;
+        }
         let planned = match name {
             "kernel" => steps::kernel(&ctx)?,
             "gpu-overlay" => steps::gpu_overlay(&ctx)?,

@@ -737,7 +737,12 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
     if !installed && !ctx.opts.wants("mesa") {
-        return Err(Error::Unsupported(format!("icd: panvk is not installed in {prefix}; run the mesa step first (drop --only or add mesa)")).into());
+        return Ok(Planned::blocked(
+            format!(
+                "panvk is not installed in {prefix}, and the mesa step that builds it comes first"
+            ),
+            "add the mesa step: --only mesa,icd (or drop --only)",
+        ));
     }
     let f = ctx.facts;
     out.actions.extend(write(

@@ -120,7 +120,7 @@ pub fn check(ctx: &Context) -> Finding {
                     .evidence(ev)
                     .fix(format!(
                         "see the vulkan-icd and vulkan-device checks; {}",
-                        ctx.setup("mesa,icd")
+                        ctx.setup_panvk()
                     ));
             }
             Some(vulkan[0].clone())

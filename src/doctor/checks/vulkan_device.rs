@@ -119,7 +119,7 @@ pub fn check(ctx: &Context) -> Finding {
             ),
         )
         .evidence(ev)
-        .fix(ctx.setup("mesa,icd"));
+        .fix(ctx.setup_panvk());
     };
     let mesa = if dev.driver_info.is_empty() {
         "Mesa ?"
@@ -166,7 +166,10 @@ pub fn check(ctx: &Context) -> Finding {
     .evidence(ev)
     .fix(format!(
         "stock panvk allocates a 152 MiB TLS buffer per command buffer for the spilling large tile: run llama.cpp with -ub 64, or install rvl's patched panvk and llama.cpp ({})",
-        ctx.setup("mesa,icd,llama-cpp")
+        match ctx.mesa_blocked() {
+            Some(why) => format!("{why}: upgrade the image first"),
+            None => ctx.setup("mesa,icd,llama-cpp"),
+        }
     ))
 }
 

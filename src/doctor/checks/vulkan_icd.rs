@@ -110,7 +110,7 @@ fn no_usable_panvk(ctx: &Context, icd: &IcdFacts, panvk: &Panvk) -> Finding {
                 format!("unset {v}, or point it at panfrost_icd.aarch64.json"),
             ),
             None => Finding::fail(ID, format!("no Vulkan ICD manifest names {PANVK_LIBRARY}"))
-                .fix(ctx.setup("mesa,icd")),
+                .fix(ctx.setup_panvk()),
         };
     };
     if let Some((_, why)) = panvk.hidden.first() {
@@ -125,7 +125,7 @@ fn no_usable_panvk(ctx: &Context, icd: &IcdFacts, panvk: &Panvk) -> Finding {
         .unwrap_or(PANVK_LIBRARY);
     Finding::fail(ID, format!("{} names {lib}, which does not exist", m.path)).fix(format!(
         "reinstall panvk, or remove the stale manifest: {}",
-        ctx.setup("mesa,icd")
+        ctx.setup_panvk()
     ))
 }
 
