@@ -11,7 +11,8 @@
 //! f32 and f16 activations, f32, q4_0, q8_0, q4_K and q6_K; fp16 accumulators and the fp32 ones
 //! (`prec=f32`, attention's KQ); the 32x32 tile (17 columns) and the 64x64 one; K a multiple of
 //! the K step and not (77, 200); rows and columns that end inside a tile (100, 70, 17, 24);
-//! batched and broadcast weights (bs [2,3], nr [2,1]). A wrong result fails the case: a shader
+//! batched and broadcast weights (bs [2,3], nr [2,1]). At subgroup 8 a subset (`CASES_SG8`)
+//! runs, each shader build once. A wrong result fails the case: a shader
 //! that skips one K step per block fails with ERR 0.032 > 0.0005 (docs/panvk-lab.md).
 //!
 //! Needs `RVL_LLAMA_BENCH=PATH` (CI sets it to build.sh's output; test-backend-ops is beside
@@ -39,6 +40,18 @@ const CASES: &[&str] = &[
 /// `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched; q4_0 and q4_K: 96x72, 40x17).
 const EXPECTED: usize = 8 + 8 + 7;
 
+/// At lavapipe's default subgroup of 8 a subset: each shader build once (fp16 and fp32
+/// accumulators, float and quantised A, both tiles, K not a multiple of 32). The shader uses no
+/// subgroup operations, so the width the G610 runs (16, all of `CASES`) is the one that matters;
+/// this keeps CI's cost down (lavapipe's compile of each pipeline is nearly all of it).
+const CASES_SG8: &[&str] = &[
+    r"type_a=f16,type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f32,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+];
+/// f16 and its `prec=f32` twin, f32, q4_K and its twin, q6_K.
+const EXPECTED_SG8: usize = 6;
+
 fn test_backend_ops() -> Option<PathBuf> {
     let require = std::env::var("RVL_REQUIRE_LLAMA").is_ok_and(|v| v == "1");
     let Some(bench) = std::env::var_os("RVL_LLAMA_BENCH").map(PathBuf::from) else {
@@ -57,15 +70,15 @@ fn test_backend_ops() -> Option<PathBuf> {
     Some(tbo)
 }
 
-/// Run the cases on lavapipe at `subgroup` (8 or 16) and check every one passed.
-fn mul_mat_cases_pass_at(subgroup: u32) {
+/// Run `cases` on lavapipe at `subgroup` (8 or 16) and check all `expected` of them passed.
+fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
     let Some(tbo) = test_backend_ops() else {
         return;
     };
     let cache = tempfile::tempdir().unwrap();
     let filter = format!(
         "^({})",
-        CASES
+        cases
             .iter()
             .map(|c| c.trim_end_matches(','))
             .collect::<Vec<_>>()
@@ -97,18 +110,18 @@ fn mul_mat_cases_pass_at(subgroup: u32) {
     let failed: Vec<&str> = text.lines().filter(|l| l.contains("FAIL")).collect();
     assert!(failed.is_empty(), "failing cases:\n{}", failed.join("\n"));
     assert!(
-        text.contains(&format!("{EXPECTED}/{EXPECTED} tests passed")),
-        "expected {EXPECTED} passing cases:\n{text}"
+        text.contains(&format!("{expected}/{expected} tests passed")),
+        "expected {expected} passing cases:\n{text}"
     );
     assert!(out.status.success(), "{text}");
 }
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_16() {
-    mul_mat_cases_pass_at(16);
+    mul_mat_cases_pass_at(16, CASES, EXPECTED);
 }
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_8() {
-    mul_mat_cases_pass_at(8);
+    mul_mat_cases_pass_at(8, CASES_SG8, EXPECTED_SG8);
 }
