@@ -25,6 +25,7 @@ pub mod report;
 pub mod runner;
 pub mod spill;
 pub mod sweep;
+pub mod tasksplit;
 pub mod throughput;
 
 use std::collections::{BTreeMap, HashMap};
@@ -212,6 +213,7 @@ fn measure(
         cpu_baseline(plan, &mut ubatches, threads, progress);
     }
     let mut notes = outcome.notes;
+    notes.extend(clock_note(gpu, gpu_clock.as_ref(), clock.pin.is_some()));
     notes.extend(notes_for(gpu, &ubatches));
     Ok(Report {
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
@@ -257,13 +259,25 @@ fn measure_peaks(
         if progress {
             eprintln!("smoke-bench: measuring the {} arithmetic peak", p.name());
         }
-        clock.sample(&format!("before the {} peak", p.name()));
-        let pk = peak::measure(runner, p, peak_s, plan.reps());
-        clock.sample(&format!("after the {} peak", p.name()));
-        if let Some(g) = pk.gflops {
-            peak_map.insert(p, g);
+        // vkpeak's 16-invocation workgroups beside the 256 ones (GPUs only): where they run
+        // slower, narrow workgroups reach fewer cores (Mesa up to 25.3, tasksplit.rs).
+        let narrow = p == Precision::Fp32 && !info.is_cpu();
+        for local in std::iter::once(peak::LOCAL).chain(narrow.then_some(peak::NARROW)) {
+            let what = if local == peak::LOCAL {
+                format!("the {} peak", p.name())
+            } else {
+                format!("the {} peak with {local}-invocation workgroups", p.name())
+            };
+            clock.sample(&format!("before {what}"));
+            let root = clock.root.clone();
+            let cur_freq = move || devfreq::read(&root).and_then(|d| d.cur_freq_hz);
+            let pk = peak::measure(runner, p, local, peak_s, plan.reps(), &cur_freq);
+            clock.sample(&format!("after {what}"));
+            if let (Some(g), false) = (pk.gflops, pk.is_narrow()) {
+                peak_map.insert(p, g);
+            }
+            peaks.push(pk);
         }
-        peaks.push(pk);
     }
     (peaks, peak_map)
 }
@@ -288,6 +302,26 @@ fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, prog
             prompt_5000_s: prompt,
         });
     }
+}
+
+/// A GPU measured under a load-following governor: what that does to short timed runs, and the
+/// flag that takes the clock out of the question (docs/panvk-lab.md, "The clock").
+fn clock_note(gpu: &Gpu, clock: Option<&devfreq::Devfreq>, pinned: bool) -> Option<String> {
+    let c = clock?;
+    let governor = c.governor.as_deref()?;
+    if pinned || gpu.info.is_cpu() || governor == "performance" {
+        return None;
+    }
+    Some(format!(
+        "the GPU clock followed governor {governor} (at the start {} of {} MHz): panthor's \
+         devfreq samples the load every 50 ms, so a timed run that starts after an idle gap runs \
+         partly below the top OPP; sudo rvl smoke-bench --max-clock measures at the top OPP and \
+         restores the governor afterwards",
+        c.cur_freq_hz
+            .map_or("?".into(), |f| (f / 1_000_000).to_string()),
+        c.max_freq_hz
+            .map_or("?".into(), |f| (f / 1_000_000).to_string()),
+    ))
 }
 
 /// The report's closing notes: what the numbers do and do not say.
