@@ -7,7 +7,6 @@
 //! report (table or JSON) -> optional save / compare. `--probe-limits` runs the panvk TLS/WLS
 //! reproducer instead of the sweep.
 
-pub mod clockpin;
 pub mod compare;
 pub mod cpu;
 pub mod devfreq;
@@ -65,7 +64,13 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<BenchOu
         .map_or_else(Root::system, Root::new);
     let pin = args
         .max_clock
-        .then(|| clockpin::pin(&devfreq_root))
+        .then(|| {
+            crate::clockpin::pin(
+                &devfreq_root,
+                VERB,
+                crate::clockpin::OnSignal::RestoreAndExit,
+            )
+        })
         .transpose()?;
     if let (Some(p), true) = (&pin, progress) {
         eprintln!(
@@ -163,7 +168,7 @@ fn probe_limits(gpu: &Gpu, progress: bool) -> Result<probe::ProbeResult, Error> 
 /// The devfreq root, and with `--max-clock` the pin and the clock read around each part.
 struct Clock {
     root: Root,
-    pin: Option<clockpin::ClockPin>,
+    pin: Option<crate::clockpin::ClockPin>,
     samples: Vec<(String, String)>,
     progress: bool,
 }

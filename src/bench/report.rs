@@ -21,7 +21,7 @@ pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: 
 /// `--max-clock`'s record: the change it made (and undid) and the clock around each part.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ClockPinReport {
-    pub change: super::clockpin::Change,
+    pub change: crate::clockpin::Change,
     /// ("before fp32 peak", "1000 MHz (governor performance)"), in order.
     pub samples: Vec<(String, String)>,
 }
