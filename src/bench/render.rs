@@ -625,4 +625,54 @@ mod tests {
             Some("fp32 >= 512 (arithmetic-bound), measured 25 %")
         );
     }
+
+    #[test]
+    fn narrow_workgroups_far_below_wide_ones_are_named_as_the_dispatchs_doing() {
+        use crate::bench::tasksplit::{split, Limits, Rule};
+        let l = Limits::g610();
+        let mut wide = peak(Precision::Fp32, 256, Some(400.0));
+        wide.task_split = split(Rule::Mesa25, &l, [256, 1, 1], [16384, 1, 1], 36);
+        let mut narrow = peak(Precision::Fp32, 16, Some(100.0));
+        narrow.task_split = split(Rule::Mesa25, &l, [16, 1, 1], [32768, 1, 1], 8);
+        let line = narrow_verdict(&[wide.clone(), narrow.clone()]).unwrap();
+        assert_eq!(
+            line,
+            "fp32@16 / fp32: 0.25 (panvk's split: 1 of 4 cores with work): narrow workgroups \
+             reach fewer cores: the dispatch, not the clock or the code, costs this"
+        );
+        narrow.gflops = Some(390.0);
+        narrow.task_split = split(Rule::Mesa26, &l, [16, 1, 1], [32768, 1, 1], 8);
+        assert!(narrow_verdict(&[wide.clone(), narrow.clone()])
+            .unwrap()
+            .ends_with("narrow workgroups are spread as well as wide ones"));
+        // Without the narrow run (a CPU device), nothing to say.
+        assert_eq!(narrow_verdict(std::slice::from_ref(&wide)), None);
+        narrow.gflops = None;
+        assert_eq!(narrow_verdict(&[wide, narrow]), None);
+    }
+
+    #[test]
+    fn the_peak_section_gives_the_clock_around_each_timed_peak_and_each_task_split() {
+        use crate::bench::tasksplit::{split, Limits, Rule};
+        let l = Limits::g610();
+        let mut wide = peak(Precision::Fp32, 256, Some(400.0));
+        wide.cur_freq_before_hz = Some(300_000_000);
+        wide.cur_freq_after_hz = Some(1_000_000_000);
+        wide.task_split = split(Rule::Mesa26, &l, [256, 1, 1], [16384, 1, 1], 36);
+        let mut narrow = peak(Precision::Fp32, 16, Some(390.0));
+        narrow.task_split = split(Rule::Mesa26, &l, [16, 1, 1], [32768, 1, 1], 8);
+        let mut o = String::new();
+        let report = crate::bench::report::tests_support::report(vec![wide, narrow]);
+        clock_and_peaks(&mut o, &report, Style::default());
+        for needle in [
+            "measured peak (FMA / int8 dot loops): fp32 400 GFLOP/s | fp32@16 390 GFLOP/s",
+            "GPU clock before -> after each timed peak: fp32 300 MHz -> 1000 MHz",
+            "panvk task split (Mesa 26.0+ rule, 4 cores in the compute mask):",
+            "  fp32: 16384 workgroups of 256: x_axis #1: 16384 tasks of 1 workgroup (256 threads) \
+             on 4 of 4 cores, per core 4 tasks, 1024 threads (64 warps) of 1024 at once",
+            "  fp32@16: 32768 workgroups of 16: x_axis #16: 2048 tasks of 16 workgroups",
+        ] {
+            assert!(o.contains(needle), "{needle:?} missing in:\n{o}");
+        }
+    }
 }

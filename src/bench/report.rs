@@ -190,6 +190,34 @@ pub fn predict(seconds_per_layer: f64, layers: u32, ubatch: u32) -> (f64, f64) {
 }
 
 #[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// A report of the tiny model on a default device with these peaks, nothing else.
+    pub fn report(peak: Vec<Peak>) -> Report {
+        let model = super::super::model::preset("tiny").unwrap().clone();
+        Report {
+            tool: "rvl smoke-bench test".into(),
+            device: DeviceInfo::default(),
+            devices: Vec::new(),
+            model: ModelInfo {
+                gflop_per_token: model.flops_per_token() / 1e9,
+                model,
+            },
+            size: Size::Quick,
+            gpu_clock: None,
+            clock_pin: None,
+            peak,
+            kernels: Vec::new(),
+            ubatches: Vec::new(),
+            cpu_threads: None,
+            notes: Vec::new(),
+            problems: false,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
