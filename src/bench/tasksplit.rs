@@ -200,9 +200,9 @@ pub fn axis_and_increment(
             (axis, u32::try_from(inc).unwrap_or(u32::MAX))
         }
         Rule::Mesa25 => {
+            // The axis grows with the workgroup's own dimensions, not the grid's.
             let mut threads = u64::from(threads_wg);
-            let mut axis = 0usize;
-            for &n in &workgroup {
+            for (axis, &n) in workgroup.iter().enumerate() {
                 let n = u64::from(n.max(1));
                 if threads * n >= u64::from(max) {
                     return (axis, (u64::from(max) / threads).max(1) as u32);
@@ -211,7 +211,6 @@ pub fn axis_and_increment(
                     return (axis, n as u32);
                 }
                 threads *= n;
-                axis += 1;
             }
             (2, 1)
         }
@@ -303,7 +302,8 @@ mod tests {
     #[test]
     fn the_26_rule_gives_the_parameters_the_lab_recorded() {
         let l = g610();
-        let cases: [([u32; 3], [u32; 3], u32, (usize, u32)); 6] = [
+        type Case = ([u32; 3], [u32; 3], u32, (usize, u32));
+        let cases: [Case; 6] = [
             // vkpeak's 16-invocation workgroups: 16 per task along x.
             ([16, 1, 1], [65536, 1, 1], 8, (0, 16)),
             // a grid smaller than 16 per core: its even share (64 / 4).
