@@ -164,9 +164,11 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
     if let Some(first) = r.peak.iter().find_map(|p| p.task_split.as_ref()) {
         let _ = writeln!(
             o,
-            "panvk task split ({} rule, {} cores in the compute mask):",
+            "panvk task split ({} rule; compute core mask {:#x} = {} cores; thread limits: {}):",
             first.rule.label(),
-            first.cores
+            first.core_mask,
+            first.cores,
+            first.source
         );
         for p in &r.peak {
             if let Some(s) = &p.task_split {
@@ -667,7 +669,7 @@ mod tests {
         for needle in [
             "measured peak (FMA / int8 dot loops): fp32 400 GFLOP/s | fp32@16 390 GFLOP/s",
             "GPU clock before -> after each timed peak: fp32 300 MHz -> 1000 MHz",
-            "panvk task split (Mesa 26.0+ rule, 4 cores in the compute mask):",
+            "panvk task split (Mesa 26.0+ rule; compute core mask 0x50005 = 4 cores; thread limits: a Mali-G610",
             "  fp32: 16384 workgroups of 256: x_axis #1: 16384 tasks of 1 workgroup (256 threads) \
              on 4 of 4 cores, per core 4 tasks, 1024 threads (64 warps) of 1024 at once",
             "  fp32@16: 32768 workgroups of 16: x_axis #16: 2048 tasks of 16 workgroups",

@@ -160,6 +160,8 @@ pub struct Split {
     pub workgroups_per_task: u64,
     pub threads_per_task: u64,
     pub tasks: u64,
+    /// The compute core mask (panvk: shader_present) and its popcount.
+    pub core_mask: u64,
     pub cores: u32,
     pub cores_with_work: u32,
     /// Per core at once: tasks, threads and warps (bounded by the task limit and the thread
@@ -168,6 +170,8 @@ pub struct Split {
     pub threads_per_core: u64,
     pub warps_per_core: u64,
     pub thread_capacity: u32,
+    /// Where the thread properties came from ([`Limits::source`]).
+    pub source: String,
 }
 
 /// The task axis (0..=2) and increment `rule` gives the dispatch.
@@ -250,12 +254,14 @@ pub fn split(
         workgroups_per_task: wg_per_task,
         threads_per_task: wg_per_task * threads_wg,
         tasks,
+        core_mask: l.core_mask,
         cores,
         cores_with_work: u32::try_from(tasks.min(u64::from(cores))).unwrap_or(cores),
         tasks_per_core,
         threads_per_core,
         warps_per_core: threads_per_core / warp,
         thread_capacity: capacity,
+        source: l.source.clone(),
     })
 }
 
