@@ -218,7 +218,11 @@ fn measure(
         cpu_baseline(plan, &mut ubatches, threads, progress);
     }
     let mut notes = outcome.notes;
-    notes.extend(clock_note(gpu, gpu_clock.as_ref(), clock.pin.is_some()));
+    notes.extend(clock_note(
+        &gpu.info,
+        gpu_clock.as_ref(),
+        clock.pin.is_some(),
+    ));
     notes.extend(notes_for(gpu, &ubatches));
     Ok(Report {
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
@@ -311,10 +315,14 @@ fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, prog
 
 /// A GPU measured under a load-following governor: what that does to short timed runs, and the
 /// flag that takes the clock out of the question (docs/panvk-lab.md, "The clock").
-fn clock_note(gpu: &Gpu, clock: Option<&devfreq::Devfreq>, pinned: bool) -> Option<String> {
+fn clock_note(
+    dev: &crate::vulkan::DeviceInfo,
+    clock: Option<&devfreq::Devfreq>,
+    pinned: bool,
+) -> Option<String> {
     let c = clock?;
     let governor = c.governor.as_deref()?;
-    if pinned || gpu.info.is_cpu() || governor == "performance" {
+    if pinned || dev.is_cpu() || governor == "performance" {
         return None;
     }
     Some(format!(
@@ -495,5 +503,35 @@ mod tests {
             "{}",
             notes[0]
         );
+    }
+
+    #[test]
+    fn a_gpu_left_to_a_load_following_governor_gets_the_max_clock_recommendation() {
+        use crate::vulkan::info::tests_support::dev;
+        let gpu = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
+        let node = devfreq::Devfreq {
+            device: "fb000000.gpu".into(),
+            cur_freq_hz: Some(300_000_000),
+            max_freq_hz: Some(1_000_000_000),
+            governor: Some("simple_ondemand".into()),
+        };
+        let note = clock_note(&gpu, Some(&node), false).unwrap();
+        assert!(
+            note.starts_with(
+                "the GPU clock followed governor simple_ondemand (at the start 300 of 1000 MHz)"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("sudo rvl smoke-bench --max-clock"), "{note}");
+        // Pinned, already at performance, a CPU device or no node: nothing to recommend.
+        assert_eq!(clock_note(&gpu, Some(&node), true), None);
+        let perf = devfreq::Devfreq {
+            governor: Some("performance".into()),
+            ..node.clone()
+        };
+        assert_eq!(clock_note(&gpu, Some(&perf), false), None);
+        let cpu = dev(0, "llvmpipe", "cpu", "MESA_LLVMPIPE");
+        assert_eq!(clock_note(&cpu, Some(&node), false), None);
+        assert_eq!(clock_note(&gpu, None, false), None);
     }
 }
