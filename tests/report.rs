@@ -316,3 +316,226 @@ fn output_through_a_link_replaces_the_file_it_names_and_keeps_the_link() {
         .is_symlink());
     assert!(unpack(&real).keys().any(|k| k.ends_with("doctor.json")));
 }
+
+/// Every entry of a `.tar.gz` and its size, read from the headers (a bundle that grew without
+/// bound is not pulled into the test's memory).
+fn sizes(archive: &Path) -> BTreeMap<String, u64> {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
+    let mut tar = tar::Archive::new(gz);
+    tar.entries()
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.path().unwrap().to_string_lossy().into_owned(),
+                e.header().size().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A file of `len` bytes that takes no disk (a sparse file reads as one line of NULs).
+fn sparse(fx: &Fixture, rel: &str, len: u64) {
+    fx.write(rel, b"");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(fx.join(rel))
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+/// Issue 27 item 4: 24 one-line 64 MiB logs made a 1.6 GB bundle (a 200-line tail kept a line
+/// whole) and thousands of 1 MiB ICD files aborted on allocation. Tails are cut by bytes as
+/// well as lines, a directory gives at most 32 files, the bundle at most 16 MiB, and what was
+/// cut is listed in the bundle's index.txt and the output.
+#[test]
+fn huge_one_line_logs_and_a_flood_of_icd_files_stay_within_the_budget_and_are_listed() {
+    let fx = board();
+    for i in 0..40 {
+        let rel = format!("var/lib/rvl/logs/build-{i:02}.log");
+        sparse(&fx, &rel, 8 << 20);
+        // One 8 MiB line; its end is what a tail must show.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(fx.join(&rel))
+            .unwrap();
+        std::io::Write::write_all(&mut f, format!(" build {i:02} failed here\n").as_bytes())
+            .unwrap();
+    }
+    for i in 0..100 {
+        sparse(
+            &fx,
+            &format!("usr/share/vulkan/icd.d/zz-{i:03}.json"),
+            1 << 20,
+        );
+    }
+    let out_file = fx.parent().join("bug.tar.gz");
+    let out = rvl(&["report", "--no-vulkan", "--json", "-o"])
+        .arg(&out_file)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let doc: serde_json::Value = serde_json::from_str(out.stdout()).unwrap();
+
+    let sizes = sizes(&out_file);
+    let total: u64 = sizes.values().sum();
+    assert!(
+        total <= (16 << 20) + (64 << 10),
+        "the bundle holds {total} bytes"
+    );
+    let tails: Vec<_> = sizes
+        .iter()
+        .filter(|(n, _)| n.ends_with(".log.tail"))
+        .collect();
+    assert!(
+        !tails.is_empty() && tails.len() <= 32,
+        "{} log tails",
+        tails.len()
+    );
+    for (name, len) in &tails {
+        assert!(**len <= 64 << 10, "{name}: {len} bytes");
+    }
+    let icds = sizes.keys().filter(|n| n.contains("icd.d/zz-")).count();
+    assert!(icds <= 32, "{icds} ICD files of one directory");
+
+    // Each tail keeps the end of its log.
+    let files = unpack(&out_file);
+    let tail = &files["rvl-report/files/var/lib/rvl/logs/build-00.log.tail"];
+    assert!(
+        tail.starts_with("[… the line goes back further]")
+            && tail.ends_with(" build 00 failed here\n"),
+        "{}",
+        &tail[tail.len() - 80..]
+    );
+
+    // What was cut and left out is in the bundle's index and in the output.
+    let index = &files["rvl-report/index.txt"];
+    for want in [
+        "build-00.log.tail",
+        "(cut: the last line, 64 KiB of 8.0 MiB)",
+        "9 more logs: at most 32 of one directory",
+        "/usr/share/vulkan/icd.d/*.json: 69 more files",
+        "of the bundle's budget of 16 MiB",
+        "budget: 16 MiB in all",
+    ] {
+        assert!(index.contains(want), "index.txt lacks {want:?}:\n{index}");
+    }
+    let cut = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "files/var/lib/rvl/logs/build-00.log.tail")
+        .unwrap();
+    assert_eq!(cut["cut"], "the last line, 64 KiB of 8.0 MiB", "{cut}");
+    assert_eq!(doc["files"][0]["name"], "index.txt");
+}
+
+/// Issue 27 item 5: a host name that is also the board's device-tree word (`rock-5-itx`)
+/// rewrote `compatible: radxa,<hostname>` in doctor.json; the diagnosis must read as with
+/// `--full`, and the host name still goes where it stands as one.
+#[test]
+fn a_host_name_that_is_the_boards_device_tree_word_leaves_the_diagnosis_intact() {
+    let fx = board();
+    fx.write("etc/hostname", "rock-5-itx\n");
+    fx.write(
+        "var/log/kern.log",
+        "Dec  2 10:00:01 rock-5-itx kernel: panthor fb000000.gpu: [drm] mali-g610 id 0xa867\n",
+    );
+    let filtered = fx.parent().join("filtered.tar.gz");
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&filtered)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let full = fx.parent().join("full.tar.gz");
+    rvl(&["report", "--no-vulkan", "--full", "-o"])
+        .arg(&full)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let (filtered, full) = (unpack(&filtered), unpack(&full));
+    for doc in ["doctor.json", "status.json"] {
+        let name = format!("rvl-report/{doc}");
+        let kept = full[&name].matches("radxa,rock-5-itx").count();
+        assert!(
+            kept > 0 || doc != "doctor.json",
+            "{doc} names no compatible"
+        );
+        assert_eq!(
+            filtered[&name].matches("radxa,rock-5-itx").count(),
+            kept,
+            "{doc}: the compatible was rewritten:\n{}",
+            filtered[&name]
+        );
+        assert!(!filtered[&name].contains("radxa,<hostname>"), "{doc}");
+        let a: serde_json::Value = serde_json::from_str(&filtered[&name]).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&full[&name]).unwrap();
+        assert_eq!(a["board"], b["board"], "{doc}: the board changed");
+    }
+    let kern = &filtered["rvl-report/files/var/log/kern.log.gpu-lines"];
+    assert!(
+        kern.contains("10:00:01 <hostname> kernel: panthor"),
+        "{kern}"
+    );
+}
+
+/// Issue 27 item 5: a host name in file names stayed in the archive's entry names and the
+/// listing; tokens in collected log lines and MACs written `aabb.ccdd.eeff` stayed too.
+#[test]
+fn host_names_in_file_names_tokens_in_logs_and_dotted_macs_are_filtered() {
+    let fx = board();
+    fx.write("etc/hostname", "secretboard\n");
+    fx.write(
+        "etc/u-boot-menu/conf.d/secretboard.conf",
+        "U_BOOT_PARAMETERS=\"quiet\"\n",
+    );
+    fx.write(
+        "var/lib/rvl/logs/secretboard.log",
+        "fetch https://huggingface.co/x?token=q9Zr7TgW2mPx\n\
+         HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 llama-server\n\
+         Authorization: Bearer abcdefghijklmnop0123\n\
+         git clone https://bob:s3cretpass@git.example.org/x\n",
+    );
+    fx.write(
+        "var/log/kern.log",
+        "Dec  2 10:00:01 secretboard kernel: panthor fb000000.gpu: mac 6a1f.0eaa.b307 up\n",
+    );
+    let out_file = fx.parent().join("bug.tar.gz");
+    let out = rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&out_file)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    let json_file = fx.parent().join("bug2.tar.gz");
+    let json = rvl(&["report", "--no-vulkan", "--json", "-o"])
+        .arg(&json_file)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK);
+    for listing in [out.stdout(), json.stdout()] {
+        assert!(!listing.contains("secretboard"), "{listing}");
+    }
+    let files = unpack(&out_file);
+    for (name, text) in &files {
+        assert!(!name.contains("secretboard"), "an entry is named {name}");
+        for secret in [
+            "secretboard",
+            "q9Zr7TgW2mPx",
+            "hf_AbCdEf",
+            "abcdefghijklmnop0123",
+            "s3cretpass",
+            "6a1f.0eaa.b307",
+        ] {
+            assert!(!text.contains(secret), "{name} keeps {secret}:\n{text}");
+        }
+    }
+    assert!(files.contains_key("rvl-report/files/etc/u-boot-menu/conf.d/<hostname>.conf"));
+    let log = &files["rvl-report/files/var/lib/rvl/logs/<hostname>.log.tail"];
+    assert!(
+        log.contains("HF_TOKEN=<redacted> llama-server") && log.contains("token=<redacted>"),
+        "{log}"
+    );
+    let kern = &files["rvl-report/files/var/log/kern.log.gpu-lines"];
+    assert!(kern.contains("mac <mac> up"), "{kern}");
+}

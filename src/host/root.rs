@@ -208,17 +208,7 @@ pub const INPUT_CAP: u64 = 16 << 20;
 /// refused after an fstat of the open file (no race with a swap); a larger file is an error,
 /// not a truncation, and at most `cap + 1` bytes are ever read.
 pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
+    let (mut file, meta) = open_regular(path)?;
     if meta.len() > cap {
         return Err(too_large(path, cap));
     }
@@ -234,6 +224,15 @@ pub fn read_regular(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 /// the file's size, with [`read_regular`]'s guards: a file's magic, without reading a model of
 /// gigabytes.
 pub fn read_head(path: &Path, n: usize) -> io::Result<(Vec<u8>, u64)> {
+    let (file, meta) = open_regular(path)?;
+    let mut buf = Vec::with_capacity(n);
+    file.take(n as u64).read_to_end(&mut buf)?;
+    Ok((buf, meta.len()))
+}
+
+/// A regular file at a host path, opened for reading without blocking (a FIFO planted there
+/// neither hangs the open nor is read), with its metadata; anything else is an error naming it.
+pub fn open_regular(path: &Path) -> io::Result<(fs::File, fs::Metadata)> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
@@ -245,9 +244,7 @@ pub fn read_head(path: &Path, n: usize) -> io::Result<(Vec<u8>, u64)> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    let mut buf = Vec::with_capacity(n);
-    file.take(n as u64).read_to_end(&mut buf)?;
-    Ok((buf, meta.len()))
+    Ok((file, meta))
 }
 
 /// [`read_regular`] as text; invalid UTF-8 is an error naming the file (YAML and JSON inputs).

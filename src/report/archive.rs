@@ -10,20 +10,24 @@ pub fn check_writable(output: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `files` as `rvl-report/NAME` entries, mode 0644, mtime 0 (the archive carries no clock
-/// of its own: the doctor JSON has the facts). A regular file is replaced whole; a FIFO or
-/// `/dev/stdout` is written through ([`crate::outfile`]).
-pub fn write_tar_gz(output: &Path, files: &[(String, Vec<u8>)]) -> anyhow::Result<()> {
+/// `entries` as `rvl-report/NAME` entries, mode 0644, mtime 0 (the archive carries no clock
+/// of its own: the doctor JSON has the facts), streamed into the gzip and the target one after
+/// another. A regular file is replaced whole; a FIFO or `/dev/stdout` is written through
+/// ([`crate::outfile`]).
+pub fn write_tar_gz<'a>(
+    output: &Path,
+    entries: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> anyhow::Result<()> {
     crate::outfile::write("--output", output, |w| {
         let gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
         let mut tar = tar::Builder::new(gz);
-        for (name, data) in files {
+        for (name, data) in entries {
             let mut header = tar::Header::new_gnu();
             header.set_size(data.len() as u64);
             header.set_mode(0o644);
             header.set_mtime(0);
             header.set_cksum();
-            tar.append_data(&mut header, format!("rvl-report/{name}"), data.as_slice())?;
+            tar.append_data(&mut header, format!("rvl-report/{name}"), data)?;
         }
         tar.into_inner()?.finish()?;
         Ok(())

@@ -1,8 +1,21 @@
 //! The files a bug report carries, read through the root (capped, non-blocking reads, links
 //! resolved inside it). Every item that could not be collected is kept with the reason, so
 //! the report says what is missing instead of silently leaving it out.
+//!
+//! The bundle has a budget, so that a hostile or broken tree cannot make it (or rvl's memory)
+//! grow without bound; every limit is arithmetic on sizes known before reading:
+//! - a file is taken whole up to [`FILE_CAP`]; a larger one is left out, saying so;
+//! - a log is tailed by lines *and* bytes ([`LOG_TAIL_LINES`], [`LOG_TAIL_BYTES`]): only its
+//!   last bytes are read, and a line longer than that keeps its end;
+//! - kernel-log lines are read from the last [`LOG_WINDOW`] of a log, a line at most
+//!   [`MAX_LINE`] bytes, the matches kept within [`LOG_TAIL_BYTES`];
+//! - at most [`DIR_FILES`] files of one directory (the first by name);
+//! - at most [`BUNDLE_CAP`] bytes in all: what would pass it is left out.
+//!
+//! What was cut (a tail, a directory's rest, a file over the budget) is listed in the bundle's
+//! index and in the report's output.
 
-use std::io;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::host::Root;
@@ -14,6 +27,8 @@ pub struct Item {
     pub data: Vec<u8>,
     /// Where it came from, for the listing (`/boot/extlinux/extlinux.conf`, `dmesg`).
     pub source: String,
+    /// How it was cut to fit, if it was (`last 200 lines, 64 KiB of 64 MiB`).
+    pub cut: Option<String>,
 }
 
 /// Something the report looked for and did not take, with why.
@@ -27,13 +42,24 @@ pub struct Skipped {
 pub struct Collection {
     pub items: Vec<Item>,
     pub skipped: Vec<Skipped>,
+    /// Bytes taken so far (at most [`BUNDLE_CAP`]).
+    pub bytes: u64,
 }
 
 /// Largest single file taken whole; boot configs, ICDs and JSON are far smaller.
-const FILE_CAP: u64 = 1 << 20;
-/// Build logs can be tens of MiB; the tail is what shows the failure.
-const LOG_CAP: u64 = 64 << 20;
+pub const FILE_CAP: u64 = 1 << 20;
+/// A log's tail: at most this many lines…
 pub const LOG_TAIL_LINES: usize = 200;
+/// …and at most this many bytes (one 64 MiB line is not a tail).
+pub const LOG_TAIL_BYTES: u64 = 64 << 10;
+/// How far back in a kernel log the GPU lines are looked for.
+pub const LOG_WINDOW: u64 = 16 << 20;
+/// A kernel-log line longer than this keeps its first bytes only.
+pub const MAX_LINE: usize = 4 << 10;
+/// Files of one directory (ICD manifests, u-boot-menu fragments, build logs).
+pub const DIR_FILES: usize = 32;
+/// The whole bundle, before compression.
+pub const BUNDLE_CAP: u64 = 16 << 20;
 
 /// dmesg lines worth a GPU bug report.
 const DMESG_WORDS: &[&str] = &["panthor", "mali", "drm", "firmware", "panfrost", "gpu"];
@@ -54,12 +80,44 @@ const ICD_DIRS: &[&str] = &[
 ];
 
 impl Collection {
+    /// Take `data` whole, within the bundle's budget; over it, the item is listed as left out.
     pub fn add(&mut self, name: impl Into<String>, source: impl Into<String>, data: Vec<u8>) {
+        self.add_cut(name, source, data, None);
+    }
+
+    /// [`Collection::add`], saying how the data was cut to fit.
+    pub fn add_cut(
+        &mut self,
+        name: impl Into<String>,
+        source: impl Into<String>,
+        data: Vec<u8>,
+        cut: Option<String>,
+    ) {
+        let name = name.into();
+        let len = data.len() as u64;
+        if self.bytes.saturating_add(len) > BUNDLE_CAP {
+            return self.skip(
+                name,
+                format!(
+                    "{} would pass the bundle's budget of {} ({} taken)",
+                    size(len),
+                    size(BUNDLE_CAP),
+                    size(self.bytes)
+                ),
+            );
+        }
+        self.bytes += len;
         self.items.push(Item {
-            name: name.into(),
+            name,
             data,
             source: source.into(),
+            cut,
         });
+    }
+
+    /// Bytes the budget still allows.
+    fn left(&self) -> u64 {
+        BUNDLE_CAP.saturating_sub(self.bytes)
     }
 
     pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
@@ -70,9 +128,19 @@ impl Collection {
     }
 
     /// Take one file whole; a missing file is noted as such, any other failure with its error.
+    /// A file larger than the budget left is not read at all.
     pub fn file(&mut self, root: &Root, in_root: &str, name: &str) {
-        match root.read_capped(in_root, FILE_CAP) {
+        let cap = FILE_CAP.min(self.left());
+        match root.read_capped(in_root, cap) {
             Ok(data) => self.add(name, in_root, data),
+            Err(e) if cap < FILE_CAP && is_too_large(&e) => self.skip(
+                in_root,
+                format!(
+                    "larger than the {} left of the bundle's budget of {}",
+                    size(cap),
+                    size(BUNDLE_CAP)
+                ),
+            ),
             Err(e) => self.skip(in_root, why(&e)),
         }
     }
@@ -82,21 +150,47 @@ impl Collection {
         self.file(root, in_root, &format!("files{in_root}"));
     }
 
-    /// Every file ending in `suffix` in a directory.
+    /// The first [`DIR_FILES`] files ending in `suffix` in a directory (by name); the number
+    /// left out is listed.
     pub fn dir(&mut self, root: &Root, dir: &str, suffix: &str) {
-        let names = match root.list_dir(dir) {
-            Ok(names) => names,
+        let (names, matched) = match list_first(root, dir, |n| n.ends_with(suffix), DIR_FILES) {
+            Ok(found) => found,
             Err(e) => return self.skip(dir, why(&e)),
         };
-        for n in names.iter().filter(|n| n.ends_with(suffix)) {
+        for n in &names {
             self.system_file(root, &format!("{dir}/{n}"));
+        }
+        if matched > names.len() {
+            self.skip(
+                format!("{dir}/*{suffix}"),
+                format!(
+                    "{} more files: at most {DIR_FILES} of one directory are taken (the first by name)",
+                    matched - names.len()
+                ),
+            );
         }
     }
 
-    /// The last [`LOG_TAIL_LINES`] lines of a file.
+    /// The last [`LOG_TAIL_LINES`] lines of a file, at most [`LOG_TAIL_BYTES`]: only its last
+    /// bytes are read.
     pub fn tail(&mut self, root: &Root, in_root: &str, name: &str) {
-        match root.read_capped(in_root, LOG_CAP) {
-            Ok(data) => self.add(name, in_root, last_lines(&data, LOG_TAIL_LINES)),
+        let max = LOG_TAIL_BYTES.min(self.left());
+        match read_tail(root, in_root, max) {
+            Ok((data, total)) => {
+                let (tail, cut) = last_lines(&data, LOG_TAIL_LINES, data.len() as u64 != total);
+                let note = cut.then(|| {
+                    let lines = match count_lines(&tail) {
+                        1 => "line".to_string(),
+                        n => format!("{n} lines"),
+                    };
+                    format!(
+                        "the last {lines}, {} of {}",
+                        size(tail.len() as u64),
+                        size(total)
+                    )
+                });
+                self.add_cut(name, in_root, tail, note);
+            }
             Err(e) => self.skip(in_root, why(&e)),
         }
     }
@@ -130,11 +224,20 @@ pub fn setup_files(root: &Root, state_dir: &str, c: &mut Collection) {
         c.system_file(root, &journal);
     }
     let logs = format!("{state_dir}/logs");
-    match root.list_dir(&logs) {
-        Ok(names) => {
-            for n in names.iter().filter(|n| n.ends_with(".log")) {
+    match list_first(root, &logs, |n| n.ends_with(".log"), DIR_FILES) {
+        Ok((names, matched)) => {
+            for n in &names {
                 let path = format!("{logs}/{n}");
                 c.tail(root, &path, &format!("files{path}.tail"));
+            }
+            if matched > names.len() {
+                c.skip(
+                    format!("{logs}/*.log"),
+                    format!(
+                        "{} more logs: at most {DIR_FILES} of one directory are taken (the first by name)",
+                        matched - names.len()
+                    ),
+                );
             }
         }
         Err(e) => c.skip(logs, why(&e)),
@@ -145,59 +248,233 @@ pub fn setup_files(root: &Root, state_dir: &str, c: &mut Collection) {
 /// `kernel.dmesg_restrict=0` needed); in an image, from its saved logs.
 pub fn kernel_log(root: &Root, c: &mut Collection) {
     if root.is_live() {
-        match std::process::Command::new("dmesg").output() {
-            Ok(out) if out.status.success() => {
-                return c.add("dmesg.gpu-lines", "dmesg", gpu_lines(&out.stdout));
-            }
-            Ok(out) => c.skip(
-                "dmesg",
-                format!(
-                    "dmesg failed ({}); run rvl report as root to include it",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-            ),
-            Err(e) => c.skip("dmesg", format!("cannot run dmesg: {e}")),
-        }
+        dmesg(c);
     }
     for log in ["/var/log/dmesg", "/var/log/kern.log"] {
-        if root.exists(log) {
-            match root.read_capped(log, LOG_CAP) {
-                Ok(data) => c.add(format!("files{log}.gpu-lines"), log, gpu_lines(&data)),
-                Err(e) => c.skip(log, why(&e)),
-            }
+        if !root.exists(log) {
+            continue;
         }
+        let read = root.resolve(log).and_then(|p| {
+            let (mut file, meta) = crate::host::root::open_regular(&p)?;
+            let from = meta.len().saturating_sub(LOG_WINDOW);
+            file.seek(SeekFrom::Start(from))?;
+            Ok((gpu_lines(file.take(LOG_WINDOW), from > 0)?, meta.len()))
+        });
+        match read {
+            Ok(((lines, cut), total)) => {
+                let note = cut.then(|| {
+                    format!(
+                        "GPU lines of the last {} of {}, at most {}",
+                        size(LOG_WINDOW.min(total)),
+                        size(total),
+                        size(LOG_TAIL_BYTES)
+                    )
+                });
+                c.add_cut(format!("files{log}.gpu-lines"), log, lines, note)
+            }
+            Err(e) => c.skip(log, why(&e)),
+        }
+    }
+}
+
+/// `dmesg`'s GPU lines, read as it prints them (never held whole).
+fn dmesg(c: &mut Collection) {
+    use std::process::{Command, Stdio};
+    let child = Command::new("dmesg")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return c.skip("dmesg", format!("cannot run dmesg: {e}")),
+    };
+    let lines = child
+        .stdout
+        .take()
+        .map(|out| gpu_lines(out.take(LOG_WINDOW), false));
+    let mut err = Vec::new();
+    if let Some(e) = child.stderr.take() {
+        let _ = e.take(4096).read_to_end(&mut err);
+    }
+    match (child.wait(), lines) {
+        (Ok(status), Some(Ok((lines, cut)))) if status.success() => {
+            let note = cut.then(|| format!("at most {} of GPU lines", size(LOG_TAIL_BYTES)));
+            c.add_cut("dmesg.gpu-lines", "dmesg", lines, note)
+        }
+        (Ok(_), _) => c.skip(
+            "dmesg",
+            format!(
+                "dmesg failed ({}); run rvl report as root to include it",
+                String::from_utf8_lossy(&err).trim()
+            ),
+        ),
+        (Err(e), _) => c.skip("dmesg", format!("dmesg did not finish: {e}")),
     }
 }
 
 /// A file outside the root the user named (`--bench FILE`).
 pub fn outside_file(path: &Path, name: &str, c: &mut Collection) {
-    match crate::host::root::read_regular(path, FILE_CAP) {
+    let cap = FILE_CAP.min(c.left());
+    match crate::host::root::read_regular(path, cap) {
         Ok(data) => c.add(name, path.display().to_string(), data),
         Err(e) => c.skip(path.display().to_string(), why(&e)),
     }
 }
 
-/// Lines that mention the GPU stack, case-insensitively.
-pub fn gpu_lines(log: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(log);
-    let mut out = String::new();
-    for line in text.lines() {
-        let lower = line.to_ascii_lowercase();
-        if DMESG_WORDS.iter().any(|w| lower.contains(w)) {
-            out.push_str(line);
-            out.push('\n');
+/// Up to `max` names in a directory that `keep` accepts, the first by name, and how many it
+/// accepts in all. Memory is bounded by `max`, not by the directory.
+pub fn list_first(
+    root: &Root,
+    dir: &str,
+    keep: impl Fn(&str) -> bool,
+    max: usize,
+) -> io::Result<(Vec<String>, usize)> {
+    use std::collections::BinaryHeap;
+    let mut first: BinaryHeap<String> = BinaryHeap::with_capacity(max + 1);
+    let mut matched = 0;
+    for entry in std::fs::read_dir(root.resolve(dir)?)? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !keep(&name) {
+            continue;
+        }
+        matched += 1;
+        first.push(name);
+        if first.len() > max {
+            first.pop(); // the largest name goes
         }
     }
-    out.into_bytes()
+    Ok((first.into_sorted_vec(), matched))
 }
 
-fn last_lines(data: &[u8], n: usize) -> Vec<u8> {
-    let text = String::from_utf8_lossy(data);
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines.len().saturating_sub(n);
-    let mut out = lines[start..].join("\n");
-    out.push('\n');
-    out.into_bytes()
+/// The last `max` bytes of a regular file in the root, and its size.
+fn read_tail(root: &Root, in_root: &str, max: u64) -> io::Result<(Vec<u8>, u64)> {
+    let path = root.resolve(in_root)?;
+    let (mut file, meta) = crate::host::root::open_regular(&path)?;
+    let from = meta.len().saturating_sub(max);
+    file.seek(SeekFrom::Start(from))?;
+    let mut data = Vec::new();
+    file.take(max).read_to_end(&mut data)?;
+    Ok((data, meta.len()))
+}
+
+/// Lines that mention the GPU stack, case-insensitively, read from `log` a chunk at a time: a
+/// line is kept to [`MAX_LINE`] bytes, and only the last [`LOG_TAIL_BYTES`] of matches are
+/// kept. `started_inside`: the reader starts mid-file, so its first line is a fragment and is
+/// dropped. Returns the lines and whether anything was cut.
+pub fn gpu_lines(mut log: impl Read, started_inside: bool) -> io::Result<(Vec<u8>, bool)> {
+    let mut kept: std::collections::VecDeque<Vec<u8>> = Default::default();
+    let mut kept_bytes = 0usize;
+    let mut cut = started_inside;
+    let mut line: Vec<u8> = Vec::new();
+    let mut line_cut = false;
+    let mut skip_first = started_inside;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut finish = |line: &mut Vec<u8>, line_cut: bool, cut: &mut bool| {
+        let lower = String::from_utf8_lossy(line).to_ascii_lowercase();
+        if DMESG_WORDS.iter().any(|w| lower.contains(w)) {
+            if line_cut {
+                line.extend_from_slice(" [line cut]".as_bytes());
+                *cut = true;
+            }
+            line.push(b'\n');
+            kept_bytes += line.len();
+            kept.push_back(std::mem::take(line));
+            while kept_bytes as u64 > LOG_TAIL_BYTES {
+                let Some(old) = kept.pop_front() else { break };
+                kept_bytes -= old.len();
+                *cut = true;
+            }
+        }
+        line.clear();
+    };
+    loop {
+        let n = match log.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                if skip_first {
+                    skip_first = false;
+                    line.clear();
+                } else {
+                    finish(&mut line, line_cut, &mut cut);
+                }
+                line_cut = false;
+            } else if line.len() < MAX_LINE {
+                line.push(b);
+            } else {
+                line_cut = true;
+            }
+        }
+    }
+    if !line.is_empty() && !skip_first {
+        finish(&mut line, line_cut, &mut cut);
+    }
+    Ok((kept.into_iter().flatten().collect(), cut))
+}
+
+/// The last `n` lines of `data`, which holds at most the tail bytes budget: when `partial`
+/// (the file was longer than what was read) the first line is a fragment and is dropped, unless
+/// it is all there is (a single line longer than the budget keeps its end, marked, within the
+/// same bytes). Bytes are kept as they are (no UTF-8 repair that would grow them). Returns the
+/// tail, never longer than `data` (plus a final newline if a short `data` lacked it), and
+/// whether anything was left out.
+fn last_lines(data: &[u8], n: usize, partial: bool) -> (Vec<u8>, bool) {
+    const MARK: &[u8] = "[… the line goes back further]".as_bytes();
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut lines: Vec<&[u8]> = if body.is_empty() {
+        Vec::new()
+    } else {
+        body.split(|b| *b == b'\n').collect()
+    };
+    let mut cut = partial;
+    let mut marker = false;
+    if partial && lines.len() > 1 {
+        lines.remove(0);
+    } else if partial && !lines.is_empty() {
+        marker = true;
+        // Room for the mark, and for the newline the tail ends with.
+        let room = MARK.len() + usize::from(!data.ends_with(b"\n"));
+        lines[0] = &lines[0][room.min(lines[0].len())..];
+    }
+    if lines.len() > n {
+        lines.drain(..lines.len() - n);
+        cut = true;
+    }
+    let mut out = Vec::with_capacity(data.len() + 1);
+    if marker {
+        out.extend_from_slice(MARK);
+    }
+    for line in lines {
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    (out, cut)
+}
+
+fn count_lines(data: &[u8]) -> usize {
+    data.iter().filter(|b| **b == b'\n').count()
+}
+
+/// A byte count for people: `512 B`, `64 KiB`, `1.5 MiB`.
+pub fn size(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    match bytes {
+        b if b < KIB => format!("{b} B"),
+        b if b < MIB && b % KIB == 0 => format!("{} KiB", b / KIB),
+        b if b < MIB => format!("{:.1} KiB", b as f64 / KIB as f64),
+        b if b % MIB == 0 => format!("{} MiB", b / MIB),
+        b => format!("{:.1} MiB", b as f64 / MIB as f64),
+    }
+}
+
+fn is_too_large(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::FileTooLarge
 }
 
 fn why(e: &io::Error) -> String {
@@ -215,16 +492,85 @@ mod tests {
     #[test]
     fn gpu_lines_keep_only_the_stack() {
         let log = b"[1.0] usb 1-1: new device\n[2.0] panthor fb000000.gpu: mali-g610 id 0xa867\n[3.0] [drm] Initialized panthor 1.3.0\n";
-        let kept = String::from_utf8(gpu_lines(log)).unwrap();
+        let (kept, cut) = gpu_lines(&log[..], false).unwrap();
+        let kept = String::from_utf8(kept).unwrap();
         assert_eq!(kept.lines().count(), 2, "{kept}");
-        assert!(!kept.contains("usb"));
+        assert!(!kept.contains("usb") && !cut);
     }
 
     #[test]
-    fn last_lines_keeps_the_tail() {
+    fn gpu_lines_are_bounded_per_line_and_in_all() {
+        // One 1 MiB line naming the GPU, then 10k short matches: the long line keeps its first
+        // MAX_LINE bytes, and only the last LOG_TAIL_BYTES of matches stay.
+        let mut log = b"gpu ".to_vec();
+        log.extend(std::iter::repeat_n(b'x', 1 << 20));
+        log.push(b'\n');
+        for i in 0..10_000 {
+            log.extend(format!("[{i}] panthor: fault\n").bytes());
+        }
+        let (kept, cut) = gpu_lines(&log[..], false).unwrap();
+        assert!(cut);
+        assert!(kept.len() as u64 <= LOG_TAIL_BYTES, "{}", kept.len());
+        let text = String::from_utf8(kept).unwrap();
+        assert!(text.ends_with("[9999] panthor: fault\n"));
+        let (one, _) = gpu_lines(&log[..MAX_LINE * 2], false).unwrap();
+        assert_eq!(one.len(), MAX_LINE + " [line cut]\n".len());
+        // A reader that starts mid-file drops its first (partial) line.
+        let (mid, cut) = gpu_lines(&b"u: tail of a line\n[5] gpu up\n"[..], true).unwrap();
+        assert_eq!((mid, cut), (b"[5] gpu up\n".to_vec(), true));
+    }
+
+    #[test]
+    fn last_lines_keeps_the_tail_by_lines_and_bytes() {
         let data = (1..=300).map(|i| format!("line {i}\n")).collect::<String>();
-        let tail = String::from_utf8(last_lines(data.as_bytes(), 200)).unwrap();
+        let (tail, cut) = last_lines(data.as_bytes(), 200, false);
+        let tail = String::from_utf8(tail).unwrap();
+        assert!(cut);
         assert_eq!(tail.lines().count(), 200);
         assert!(tail.starts_with("line 101\n") && tail.ends_with("line 300\n"));
+        // Read from the middle of a file: the first (partial) line goes.
+        let (tail, cut) = last_lines(b"ne 7\nline 8\n", 200, true);
+        assert_eq!(
+            (String::from_utf8(tail).unwrap().as_str(), cut),
+            ("line 8\n", true)
+        );
+        // One line longer than what was read: its end, marked.
+        let long = [b'x'; 64];
+        let (tail, _) = last_lines(&long, 200, true);
+        assert!(tail.starts_with("[… the line goes back further]xxx".as_bytes()));
+        assert!(tail.len() <= long.len(), "{}", tail.len());
+        // Bytes that are not UTF-8 are kept, not grown into replacement characters.
+        let (tail, _) = last_lines(&[0xff; 8], 200, false);
+        assert_eq!(tail, [&[0xff; 8][..], b"\n"].concat());
+        let (whole, cut) = last_lines(b"a\nb\n", 200, false);
+        assert_eq!((whole, cut), (b"a\nb\n".to_vec(), false));
+    }
+
+    #[test]
+    fn the_bundle_budget_leaves_out_what_would_pass_it() {
+        let mut c = Collection::default();
+        c.add("a", "a", vec![0; (BUNDLE_CAP - 10) as usize]);
+        c.add("b", "b", vec![0; 11]);
+        c.add("c", "c", vec![0; 10]);
+        let names: Vec<&str> = c.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert_eq!(c.bytes, BUNDLE_CAP);
+        assert_eq!(c.skipped[0].what, "b");
+        assert!(
+            c.skipped[0]
+                .why
+                .starts_with("11 B would pass the bundle's budget of 16 MiB"),
+            "{:?}",
+            c.skipped
+        );
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(size(512), "512 B");
+        assert_eq!(size(64 << 10), "64 KiB");
+        assert_eq!(size(1536), "1.5 KiB");
+        assert_eq!(size(16 << 20), "16 MiB");
+        assert_eq!(size(3 << 19), "1.5 MiB");
     }
 }

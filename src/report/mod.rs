@@ -46,12 +46,17 @@ pub struct FileEntry {
     pub name: String,
     pub source: String,
     pub bytes: usize,
+    /// How the file was cut to fit the budget (a log's tail, a long line), if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Redacted {
     pub hostnames: usize,
     pub macs: usize,
+    /// Tokens, keys and passwords (always replaced, `--full` too).
+    pub secrets: usize,
 }
 
 pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutcome> {
@@ -94,37 +99,112 @@ pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutco
     let redactor = if args.full {
         Redactor::full()
     } else {
-        Redactor::new(hostnames(&root))
+        Redactor::new(hostnames(&root), vocabulary(&root, args))
     };
     let mut redactor = redactor.with_home(settings.env.get("HOME"));
-    let files: Vec<(String, Vec<u8>)> = c
-        .items
+    let (items, mut skipped) = redact(&mut redactor, c);
+    let files: Vec<FileEntry> = items
         .iter()
-        .map(|i| {
-            let text = String::from_utf8_lossy(&i.data);
-            (i.name.clone(), redactor.redact(&text).into_bytes())
+        .map(|i| FileEntry {
+            name: i.name.clone(),
+            source: i.source.clone(),
+            bytes: i.data.len(),
+            cut: i.cut.clone(),
         })
         .collect();
-    archive::write_tar_gz(&output, &files)?;
-    Ok(ReportOutcome {
+    skipped.sort_by(|a, b| a.what.cmp(&b.what));
+    let mut outcome = ReportOutcome {
         output,
-        files: c
-            .items
-            .iter()
-            .zip(&files)
-            .map(|(i, (_, data))| FileEntry {
-                name: i.name.clone(),
-                source: i.source.clone(),
-                bytes: data.len(),
-            })
-            .collect(),
-        skipped: c.skipped,
+        files,
+        skipped,
         full: args.full,
         redacted: Redacted {
             hostnames: redactor.hostnames_replaced,
             macs: redactor.macs_replaced,
+            secrets: redactor.secrets_replaced,
         },
-    })
+    };
+    let index = outcome.listing();
+    let entries = std::iter::once((INDEX, index.as_bytes()))
+        .chain(items.iter().map(|i| (i.name.as_str(), i.data.as_slice())));
+    archive::write_tar_gz(&outcome.output, entries)?;
+    outcome.files.insert(
+        0,
+        FileEntry {
+            name: INDEX.into(),
+            source: "this listing".into(),
+            bytes: index.len(),
+            cut: None,
+        },
+    );
+    Ok(outcome)
+}
+
+/// The bundle's first file: what it holds, what was cut, what was left out and why.
+const INDEX: &str = "index.txt";
+
+/// Every item redacted in place, one at a time (memory stays the bundle's), its name and
+/// source too; two names that become one are told apart. An item that redaction grew past
+/// the bundle's budget is left out, saying so.
+fn redact(r: &mut Redactor, c: Collection) -> (Vec<collect::Item>, Vec<Skipped>) {
+    let mut names = std::collections::HashSet::new();
+    let mut items = Vec::with_capacity(c.items.len());
+    let mut skipped = c.skipped;
+    let mut total = 0u64;
+    for mut item in c.items {
+        let data = std::mem::take(&mut item.data);
+        item.data = if item.name.ends_with(".json") {
+            r.redact_json(&data)
+        } else {
+            None
+        }
+        .unwrap_or_else(|| r.redact(&String::from_utf8_lossy(&data)).into_bytes());
+        drop(data);
+        let mut name = r.redact(&item.name);
+        let base = name.clone();
+        let mut n = 1;
+        while !names.insert(name.clone()) {
+            n += 1;
+            name = format!("{base}.{n}");
+        }
+        item.name = name;
+        item.source = r.redact(&item.source);
+        total = total.saturating_add(item.data.len() as u64);
+        if total > collect::BUNDLE_CAP {
+            total -= item.data.len() as u64;
+            skipped.push(Skipped {
+                what: item.name,
+                why: format!(
+                    "filtered, it would pass the bundle's budget of {}",
+                    collect::size(collect::BUNDLE_CAP)
+                ),
+            });
+            continue;
+        }
+        items.push(item);
+    }
+    for s in &mut skipped {
+        s.what = r.redact(&s.what);
+        s.why = r.redact(&s.why);
+    }
+    (items, skipped)
+}
+
+/// Words that name boards, not hosts: the profiles' ids and device-tree compatibles, and the
+/// image's own compatibles. A host name among them is replaced only where it stands as one.
+fn vocabulary(root: &Root, args: &ReportArgs) -> Vec<String> {
+    let mut words: Vec<String> = crate::profile::Profiles::load(args.system.profiles.as_deref())
+        .map(|p| {
+            p.all()
+                .iter()
+                .flat_map(|p| std::iter::once(p.id.clone()).chain(p.matches.iter().cloned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(dt) = crate::host::devicetree::read(root) {
+        words.extend(dt.compatible);
+    }
+    words
 }
 
 /// Another verb's `--json` document, produced in-process with the same root and settings.
@@ -256,19 +336,32 @@ impl Outcome for ReportOutcome {
     }
 
     fn human(&self, _style: Style) -> String {
+        format!(
+            "wrote {} ({} files)\n{}",
+            crate::output::escape_control(&self.output.display().to_string()),
+            self.files.len(),
+            self.listing()
+        )
+    }
+}
+
+impl ReportOutcome {
+    /// What the bundle holds (with how each file was cut), what it left out and why, and what
+    /// was filtered: the report's output and the bundle's `index.txt`.
+    fn listing(&self) -> String {
         use crate::output::escape_control as esc;
-        let mut out = format!(
-            "wrote {} ({} files)\n",
-            esc(&self.output.display().to_string()),
-            self.files.len()
-        );
+        let mut out = String::new();
         let width = self.files.iter().map(|f| f.name.len()).max().unwrap_or(0);
         for f in &self.files {
             out.push_str(&format!(
-                "  {:width$}  {:>8} B  {}\n",
+                "  {:width$}  {:>8} B  {}{}\n",
                 esc(&f.name),
                 f.bytes,
-                esc(&f.source)
+                esc(&f.source),
+                f.cut
+                    .as_deref()
+                    .map(|c| format!(" (cut: {})", esc(c)))
+                    .unwrap_or_default()
             ));
         }
         if !self.skipped.is_empty() {
@@ -277,12 +370,23 @@ impl Outcome for ReportOutcome {
                 out.push_str(&format!("  {}: {}\n", esc(&s.what), esc(&s.why)));
             }
         }
+        out.push_str(&format!(
+            "budget: {} in all, files up to {}, {} files of a directory, log tails of {} lines and {}\n",
+            collect::size(collect::BUNDLE_CAP),
+            collect::size(collect::FILE_CAP),
+            collect::DIR_FILES,
+            collect::LOG_TAIL_LINES,
+            collect::size(collect::LOG_TAIL_BYTES)
+        ));
         out.push_str(&if self.full {
-            "--full: host names and MAC addresses were kept\n".to_string()
+            format!(
+                "--full: host names and MAC addresses were kept; {} secret(s) replaced\n",
+                self.redacted.secrets
+            )
         } else {
             format!(
-                "filtered: {} host name(s), {} MAC address(es) replaced; no environment but the Vulkan/XDG variables\n",
-                self.redacted.hostnames, self.redacted.macs
+                "filtered: {} host name(s), {} MAC address(es), {} secret(s) replaced; no environment but the Vulkan/XDG variables\n",
+                self.redacted.hostnames, self.redacted.macs, self.redacted.secrets
             )
         });
         out
