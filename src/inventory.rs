@@ -348,6 +348,9 @@ pub struct SetupFacts {
     pub panthor_config: BTreeMap<String, Option<String>>,
     /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
     pub invoking_user: Option<String>,
+    /// `apt-cache policy` of the mesa step's build dependencies (`crate::builddeps`), when the
+    /// image's apt could be asked (live, or a stand-in under `--root`).
+    pub apt_policy: Option<String>,
 }
 
 impl SetupFacts {

@@ -15,7 +15,8 @@ use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
 use super::patches::{Patch, Series};
 use super::plan::Plan;
-use super::{archive, builder, fault, fsops, patches, paths, steps};
+use super::action::Toolchain;
+use super::{archive, builder, buildtools, fault, fsops, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::error::Error;
 use crate::fetch;
@@ -42,6 +43,27 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
     let dir = state.host("cache");
     let mut cache = Cache::new();
     for step in &plan.steps {
+        let archives = step.actions.iter().flat_map(|a| match a {
+            Action::BuildTool { archives, .. } => archives.as_slice(),
+            _ => &[],
+        });
+        for a in archives {
+            if cache.contains_key(&a.sha256) {
+                continue;
+            }
+            state.ensure_dir("cache")?;
+            let name = cache_name(&a.url, &a.sha256);
+            clear_non_files(root, &state.path("cache").join(&name))?;
+            let dest = dir.join(name);
+            let req = fetch::Request {
+                url: a.url.clone(),
+                sha256: a.sha256.clone(),
+                size: Some(a.size),
+                max_size: a.size,
+            };
+            fetch::download(&req, &dest, opts).map_err(Error::from)?;
+            cache.insert(a.sha256.clone(), dest);
+        }
         for action in &step.actions {
             let (origin, sha256, size) = match action {
                 Action::InstallArtifact {
@@ -272,6 +294,7 @@ fn run_action(
             system,
             prefix,
             options,
+            toolchain,
             ..
         } => {
             let tarball = cached(cache, sha256)?.clone();
@@ -283,9 +306,24 @@ fn run_action(
                 system: *system,
                 prefix,
                 options,
+                toolchain,
             };
             build_source(txn, step, &spec, &tarball, patches.get(project), progress)
         }
+        Action::InstallPackages { packages, .. } => {
+            if let Some(deferred) =
+                buildtools::install_packages(txn.root(), packages, ctx.tools, progress)?
+            {
+                ctx.deferred.push(deferred);
+            }
+            Ok(())
+        }
+        Action::BuildTool {
+            tool,
+            version,
+            dir,
+            archives,
+        } => buildtools::build_tool(txn.root(), *tool, version, dir, archives, cache, progress),
         Action::InstallPrebuilt { sha256, prefix, .. } => {
             let archive_path = cached(cache, sha256)?.clone();
             txn.ensure_parent(prefix, step)?;
@@ -349,6 +387,32 @@ pub fn how_to_run(root: &Root, tool: &str, tools: &Tools) -> anyhow::Result<Tool
     Ok(ToolRun::NotRun(format!(
         "{in_image} is the image's own program, and rvl never runs an image's programs on this machine"
     )))
+}
+
+/// Most bytes of `apt-cache policy` output read (rvl asks about fewer than 60 packages).
+const APT_POLICY_CAP: usize = 1 << 20;
+
+/// The image's `apt-cache policy NAMES` (C locale), or None when its apt cannot be asked here:
+/// not a Debian-family system, or under `--root` without a stand-in (the image's own apt-cache
+/// is never run on this machine).
+pub fn apt_policy(root: &Root, tools: &Tools, names: &[String]) -> Option<String> {
+    let ToolRun::Program(program) = how_to_run(root, "apt-cache", tools).ok()? else {
+        return None;
+    };
+    let mut cmd = Command::new(program);
+    cmd.arg("policy")
+        .args(names)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null());
+    if !root.is_live() {
+        let base = fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        cmd.env("RVL_ROOT", base);
+    }
+    let out = cmd.output().ok()?;
+    if !out.status.success() || out.stdout.len() > APT_POLICY_CAP {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()
 }
 
 /// `tool args`, each word shell-quoted when it needs it (for the command a person runs).
@@ -477,6 +541,42 @@ struct SourceSpec<'a> {
     system: crate::manifest::BuildSystem,
     prefix: &'a str,
     options: &'a [String],
+    toolchain: &'a Toolchain,
+}
+
+/// Name of the file in a kept work directory that says what it was made from.
+const WORK_KEY: &str = ".rvl-key";
+
+/// Whether `work_at` holds a configured build of exactly `key` (an interrupted run's), which
+/// the next run resumes instead of unpacking and configuring again.
+pub fn resumable(root: &Root, work_at: &Path, key: &str) -> bool {
+    let stored = fsops::read(root, &work_at.join(WORK_KEY), 4096).ok();
+    stored.as_deref() == Some(key.as_bytes())
+        && matches!(
+            fsops::probe(root, &work_at.join("build/build.ninja")),
+            Ok(fsops::Node::File(_))
+        )
+}
+
+/// Record what `work_at` is made from (after unpacking and patching, before configure).
+pub fn write_key(root: &Root, work_at: &Path, key: &str) -> anyhow::Result<()> {
+    let path = work_at.join(WORK_KEY);
+    let mut f =
+        fsops::create_file(root, &path).map_err(|e| Error::io("cannot create", root.join(&path), e))?;
+    f.write_all(key.as_bytes())?;
+    Ok(())
+}
+
+/// What a build's work directory is made from: the archive, the series, the options and the
+/// toolchain (a change to any of them starts over).
+fn work_key(s: &SourceSpec, series: &[Patch]) -> String {
+    let text = serde_json::json!({
+        "source": s.sha256,
+        "patches": series.iter().map(|p| crate::digest::sha256_hex(&p.data)).collect::<Vec<_>>(),
+        "options": s.options,
+        "toolchain": s.toolchain,
+    });
+    crate::digest::sha256_hex(text.to_string().as_bytes())
 }
 
 /// The staging directory for a prefix (in-root): next to it, so moving it into place is one
@@ -524,30 +624,52 @@ fn build_source(
     state.ensure_dir("work")?;
     let log_at = state.path(&format!("logs/{label}.log"));
     let log_path = root.join(&log_at);
-    fsops::remove_all(&root, &work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
+    let key = work_key(s, series);
+    let resume = resumable(&root, &work_at, &key);
+    if !resume {
+        fsops::remove_all(&root, &work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
+    }
     txn.ensure_parent(s.prefix, step)?;
     let stage_at = make_stage(txn, s.prefix)?;
     let stage = root.join(&stage_at);
     let result = (|| {
-        builder::check_tools(&[s.system])?;
-        if progress.shown() {
-            eprintln!("{label}: unpacking {}", tarball.display());
-        }
-        archive::unpack(tarball, &work.join("src"))?;
+        let brought: &[&str] = if s.toolchain.meson.is_some() {
+            &["meson"]
+        } else {
+            &[]
+        };
+        builder::check_tools_except(&[s.system], brought)?;
         let tree = work.join("src").join(s.tree);
-        if !tree.is_dir() {
-            return Err(Error::Manifest(format!(
-                "{}: has no top directory `{}` (manifest `tree`)",
-                tarball.display(),
-                s.tree
-            ))
-            .into());
+        if resume {
+            let mut log = fs::OpenOptions::new().append(true).create(true).open(&log_path)?;
+            writeln!(
+                log,
+                "== resuming the build in {} (an earlier run was interrupted)",
+                work.display()
+            )?;
+            if progress.shown() {
+                eprintln!("{label}: resuming the interrupted build in {}", work.display());
+            }
+        } else {
+            if progress.shown() {
+                eprintln!("{label}: unpacking {}", tarball.display());
+            }
+            archive::unpack(tarball, &work.join("src"))?;
+            if !tree.is_dir() {
+                return Err(Error::Manifest(format!(
+                    "{}: has no top directory `{}` (manifest `tree`)",
+                    tarball.display(),
+                    s.tree
+                ))
+                .into());
+            }
+            let mut log = fsops::create_file(&root, &log_at)
+                .map_err(|e| Error::io("cannot create", &log_path, e))?;
+            writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
+            patches::apply(&tree, series, &mut log)?;
+            drop(log);
+            write_key(&root, &work_at, &key)?;
         }
-        let mut log = fsops::create_file(&root, &log_at)
-            .map_err(|e| Error::io("cannot create", &log_path, e))?;
-        writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
-        patches::apply(&tree, series, &mut log)?;
-        drop(log);
         let b = builder::Build {
             system: s.system,
             source: tree,
@@ -558,6 +680,7 @@ fn build_source(
             log: log_path.clone(),
             progress,
             deps_hint: steps::build_deps(s.project).to_string(),
+            tuning: tuning(&root, &work, s.toolchain, resume)?,
         };
         b.run(&label)?;
         let staged_at = stage_at.join(s.prefix.trim_start_matches('/'));
@@ -601,8 +724,58 @@ fn build_source(
         txn.install_tree(&staged_at, s.prefix, step)
     })();
     let _ = fsops::remove_all(&root, &stage_at);
-    let _ = fsops::remove_all(&root, &work_at);
+    match &result {
+        // A tool killed by a signal (Ctrl-C): keep the configured build for the next run.
+        Err(e) if e.chain().any(|c| c.is::<builder::Interrupted>()) => {
+            return result.map_err(|e| {
+                e.context(format!(
+                    "the next `rvl setup` resumes the build in {}",
+                    work.display()
+                ))
+            })
+        }
+        _ => {
+            let _ = fsops::remove_all(&root, &work_at);
+        }
+    }
     result
+}
+
+/// The builder's tuning for a toolchain: the venv's meson, a native file naming the chosen
+/// llvm-config, and SPIRV-Tools' pkg-config directory first on `PKG_CONFIG_PATH`. Tool paths
+/// are the target's, read through the root (the same paths on the board itself).
+fn tuning(
+    root: &Root,
+    work: &Path,
+    tc: &Toolchain,
+    resume: bool,
+) -> anyhow::Result<builder::Tuning> {
+    let mut t = builder::Tuning {
+        resume,
+        ..builder::Tuning::default()
+    };
+    t.meson = tc.meson.as_ref().map(|m| root.join(m));
+    if let Some(llvm) = &tc.llvm_config {
+        let native = work.join("native.ini");
+        let text = format!(
+            "# Written by rvl setup: the LLVM the release's packages provide.\n[binaries]\nllvm-config = '{}'\n",
+            root.join(llvm).display()
+        );
+        fs::write(&native, text).map_err(|e| Error::io("cannot write", &native, e))?;
+        t.native_file = Some(native);
+    }
+    if !tc.pkg_config_path.is_empty() {
+        let mut dirs: Vec<String> = tc
+            .pkg_config_path
+            .iter()
+            .map(|d| root.join(d).to_string_lossy().into_owned())
+            .collect();
+        if let Ok(old) = std::env::var("PKG_CONFIG_PATH") {
+            dirs.push(old);
+        }
+        t.env.push(("PKG_CONFIG_PATH".into(), dirs.join(":")));
+    }
+    Ok(t)
 }
 
 /// Copy what the build made but `cmake --install` leaves out (llama.cpp's test-backend-ops)

@@ -9,6 +9,7 @@ pub mod action;
 pub mod apply;
 pub mod archive;
 pub mod builder;
+pub mod buildtools;
 pub mod edits;
 pub mod facts;
 pub mod fault;
@@ -105,7 +106,14 @@ impl<'a> Run<'a> {
     /// Read the facts and plan from them.
     fn plan(&self) -> anyhow::Result<plan::Plan> {
         let overlay = overlays::for_board(&self.target.board);
-        let facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        let mut facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        if self.opts.wants("mesa") && self.opts.mesa_from == action::MesaSource::Source {
+            let tools = apply::Tools {
+                stand_ins: self.settings.vars.root_tools.clone(),
+            };
+            facts.apt_policy =
+                apply::apt_policy(&self.root, &tools, &crate::builddeps::policy_names());
+        }
         // Compiled on the host from rvl's embedded source, never from the image.
         let compiled = overlay.map(|o| {
             let dtc = overlays::find_dtc(self.settings.vars.dtc.as_deref());
