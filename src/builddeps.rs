@@ -496,4 +496,124 @@ mod tests {
             assert_eq!(release_blocker(&os(id, v)), None, "{id} {v}");
         }
     }
+
+    /// Each fixture is `apt-cache policy` of a fresh image of that release
+    /// (scripts/panvk-lab/apt-policy-fixture.sh), `-updates` enabled.
+    fn fixture(codename: &str) -> Policy {
+        let text = match codename {
+            "bullseye" => include_str!("../tests/fixtures/apt-policy/bullseye.txt"),
+            "bookworm" => include_str!("../tests/fixtures/apt-policy/bookworm.txt"),
+            "trixie" => include_str!("../tests/fixtures/apt-policy/trixie.txt"),
+            "jammy" => include_str!("../tests/fixtures/apt-policy/jammy.txt"),
+            "noble" => include_str!("../tests/fixtures/apt-policy/noble.txt"),
+            other => panic!("no fixture for {other}"),
+        };
+        parse_policy(text)
+    }
+
+    fn os_of(k: &Known) -> OsRelease {
+        OsRelease {
+            id: k.id.into(),
+            version_id: k.version_id.into(),
+            pretty_name: format!("{} {} ({})", k.id, k.version_id, k.codename),
+        }
+    }
+
+    fn row(k: &str) -> &'static Known {
+        KNOWN.iter().find(|r| r.codename == k).unwrap()
+    }
+
+    /// The CI check that the per-release table is what each release's apt says.
+    #[test]
+    fn the_known_table_is_what_each_releases_apt_policy_resolves_to() {
+        for k in KNOWN {
+            let got = resolve(&os_of(k), &fixture(k.codename));
+            match (k.llvm, got) {
+                (None, Err(_)) => {}
+                (Some(llvm), Ok(r)) => {
+                    assert_eq!(r.llvm, llvm, "{}", k.codename);
+                    assert_eq!(r.meson.pinned(), k.meson_pinned, "{}: meson", k.codename);
+                    assert_eq!(
+                        r.spirv_tools.pinned(),
+                        k.spirv_tools_pinned,
+                        "{}: spirv-tools",
+                        k.codename
+                    );
+                }
+                (want, got) => panic!("{}: table says {want:?}, apt gives {got:?}", k.codename),
+            }
+            assert_eq!(
+                release_blocker(&os_of(k)).is_some(),
+                k.llvm.is_none(),
+                "{}: the os-release blocker agrees with the table",
+                k.codename
+            );
+        }
+    }
+
+    #[test]
+    fn debian_12_builds_with_llvm_15_and_pinned_meson_and_spirv_tools() {
+        let r = resolve(&os_of(row("bookworm")), &fixture("bookworm")).unwrap();
+        assert_eq!(r.llvm, 15, "19 has no LLVMSPIRVLib on bookworm, 16 neither");
+        assert_eq!(r.llvm_config(), "/usr/bin/llvm-config-15");
+        assert_eq!(r.meson, ToolFrom::Pinned { release_has: Some("1.0.1".into()) });
+        assert_eq!(
+            r.spirv_tools,
+            ToolFrom::Pinned { release_has: Some("2023.1".into()) }
+        );
+        for p in ["libllvmspirvlib-15-dev", "libclc-15-dev", "python3-venv", "cmake"] {
+            assert!(r.missing.iter().any(|m| m == p), "{p}");
+        }
+        assert!(!r.packages.iter().any(|p| p == "meson" || p == "spirv-tools"));
+    }
+
+    #[test]
+    fn debian_13_builds_with_its_own_packages_and_llvm_19() {
+        let r = resolve(&os_of(row("trixie")), &fixture("trixie")).unwrap();
+        assert_eq!(r.llvm, 19, "22 has no LLVMSPIRVLib on trixie");
+        assert_eq!(r.meson, ToolFrom::Distro("1.7.0".into()));
+        assert_eq!(r.spirv_tools, ToolFrom::Distro("2025.1~rc1".into()));
+        assert!(!r.packages.iter().any(|p| p == "cmake" || p == "python3-venv"));
+    }
+
+    #[test]
+    fn ubuntu_22_04_builds_with_llvm_15_from_updates_and_both_tools_pinned() {
+        let r = resolve(&os_of(row("jammy")), &fixture("jammy")).unwrap();
+        assert_eq!(r.llvm, 15);
+        assert!(r.meson.pinned() && r.spirv_tools.pinned());
+    }
+
+    #[test]
+    fn ubuntu_24_04_takes_spirv_tools_from_updates_and_pins_only_meson() {
+        let r = resolve(&os_of(row("noble")), &fixture("noble")).unwrap();
+        assert_eq!(r.llvm, 20);
+        assert_eq!(r.meson, ToolFrom::Pinned { release_has: Some("1.3.2".into()) });
+        assert_eq!(r.spirv_tools, ToolFrom::Distro("2025.1~rc1".into()));
+    }
+
+    #[test]
+    fn debian_11_is_blocked_with_a_true_reason() {
+        let why = resolve(&os_of(row("bullseye")), &fixture("bullseye")).unwrap_err();
+        assert!(why.contains("Python is 3.9.2, older than the 3.10"), "{why}");
+        // Past Python, LLVM is what stops it: bullseye-updates has LLVM 16 but no LLVMSPIRVLib.
+        let mut p = fixture("bullseye");
+        p.0.get_mut("python3").unwrap().candidate = Some("3.11.2-1".into());
+        let why = resolve(&os_of(row("bullseye")), &p).unwrap_err();
+        assert!(
+            why.contains("it has LLVM 16 but not with its libclc and LLVMSPIRVLib"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn what_is_installed_already_is_not_installed_again_and_an_unknown_package_blocks() {
+        let mut p = fixture("bookworm");
+        p.0.get_mut("gcc").unwrap().installed = Some("4:12.2.0-3".into());
+        let r = resolve(&os_of(row("bookworm")), &p).unwrap();
+        assert!(!r.missing.iter().any(|m| m == "gcc"));
+        assert!(r.packages.iter().any(|m| m == "gcc"));
+        p.0.remove("libdrm-dev");
+        let why = resolve(&os_of(row("bookworm")), &p).unwrap_err();
+        assert!(why.contains("apt has no libdrm-dev"), "{why}");
+    }
 }

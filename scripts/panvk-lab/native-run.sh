@@ -17,15 +17,24 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
-CH="$MESA_LAB/chroot"
+CH="${LAB_CHROOT:-$MESA_LAB/chroot}"
 variant=stock
 if [ "${1:-}" = --patched ]; then variant=patched; shift; fi
-[ $# -ge 1 ] || die "usage: native-run.sh [--patched] PROGRAM [ARGS...]"
-B="/lab/build-$variant"
-shim="$B/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so"
-[ -f "$CH$shim" ] || die "no $variant build in $CH$B (run build-mesa.sh${variant/stock/}${variant/patched/ --patched})"
-icd=$(cd "$CH" && ls ."$B"/src/panfrost/vulkan/panfrost_devenv_icd.*.json | head -n 1)
-icd="${icd#.}"
+if [ "${1:-}" = --rvl ]; then variant=rvl; shift; fi
+[ $# -ge 1 ] || die "usage: native-run.sh [--patched|--rvl] PROGRAM [ARGS...]"
+if [ "$variant" = rvl ]; then
+    # `--rvl`: the panvk `rvl setup` installed in LAB_CHROOT (bookworm-setup.sh), through the
+    # ICD setup wrote, with the shim bookworm-setup.sh built from the same tree.
+    shim=/lab/shim/build/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so
+    icd=/etc/vulkan/icd.d/rvl_panvk.aarch64.json
+    [ -f "$CH$shim" ] && [ -f "$CH$icd" ] || die "no rvl-installed panvk and shim in $CH (run bookworm-setup.sh)"
+else
+    B="/lab/build-$variant"
+    shim="$B/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so"
+    [ -f "$CH$shim" ] || die "no $variant build in $CH$B (run build-mesa.sh${variant/stock/}${variant/patched/ --patched})"
+    icd=$(cd "$CH" && ls ."$B"/src/panfrost/vulkan/panfrost_devenv_icd.*.json | head -n 1)
+    icd="${icd#.}"
+fi
 
 mounted=()
 cleanup() { for m in "${mounted[@]+"${mounted[@]}"}"; do umount "$m" 2>/dev/null || umount -l "$m" || true; done; }

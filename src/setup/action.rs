@@ -20,6 +20,18 @@ pub struct Options {
     /// Steps to plan (empty: all).
     pub only: Vec<String>,
     pub mesa_from: MesaSource,
+    /// `--mesa-archive`: a prebuilt panvk archive on this machine, with the sha256 it must have.
+    pub mesa_archive: Option<LocalArchive>,
+}
+
+/// A file on this machine that setup installs, pinned by the user (`--mesa-sha256` or the
+/// `FILE.sha256` next to it) instead of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocalArchive {
+    /// Host path (absolute).
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
 }
 
 impl Options {
@@ -116,6 +128,15 @@ pub enum Action {
         url: String,
         sha256: String,
         size: u64,
+        prefix: String,
+    },
+    /// Unpack a prebuilt panvk archive from this machine (`--mesa-archive`) as the prefix,
+    /// once its sha256 matched and its own `share/rvl/build.json` names this Mesa.
+    InstallArchive {
+        #[serde(flatten)]
+        archive: LocalArchive,
+        /// The Mesa version the archive's stamp must name.
+        version: String,
         prefix: String,
     },
     /// Install release packages a build needs with the image's own apt (`apt-get install

@@ -65,6 +65,24 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
             cache.insert(a.sha256.clone(), dest);
         }
         for action in &step.actions {
+            if let Action::InstallArchive { archive, .. } = action {
+                if cache.contains_key(&archive.sha256) {
+                    continue;
+                }
+                state.ensure_dir("cache")?;
+                let name = format!(
+                    "{}-{}",
+                    short(&archive.sha256),
+                    Path::new(&archive.file)
+                        .file_name()
+                        .map_or("archive".into(), |n| n.to_string_lossy().into_owned())
+                );
+                clear_non_files(root, &state.path("cache").join(&name))?;
+                let dest = dir.join(&name);
+                copy_verified(archive, &dest)?;
+                cache.insert(archive.sha256.clone(), dest);
+                continue;
+            }
             let (origin, sha256, size) = match action {
                 Action::InstallArtifact {
                     url, sha256, size, ..
@@ -113,6 +131,31 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
         }
     }
     Ok(cache)
+}
+
+/// Copy a local archive into the cache through a `.part` file, and keep it only once its size
+/// and sha256 are the pinned ones (the same check a download gets).
+fn copy_verified(a: &super::action::LocalArchive, dest: &Path) -> anyhow::Result<()> {
+    let what = format!("--mesa-archive {}", a.file);
+    if fetch::verify_file(&what, dest, &a.sha256, a.size).is_ok() {
+        return Ok(());
+    }
+    let part = fetch::part_path(dest);
+    let result = (|| -> anyhow::Result<()> {
+        let mut from = fs::File::open(&a.file)
+            .map_err(|e| Error::BadInput(format!("{what}: {e}")))?;
+        let mut to = fs::File::create(&part).map_err(|e| Error::io("cannot create", &part, e))?;
+        // Never more than the pinned size plus one byte: a grown file fails the size check.
+        std::io::copy(&mut std::io::Read::take(&mut from, a.size + 1), &mut to)?;
+        to.sync_all()?;
+        fetch::verify_file(&what, &part, &a.sha256, a.size).map_err(Error::from)?;
+        fs::rename(&part, dest)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&part);
+    }
+    result
 }
 
 /// Remove anything but a regular file at a cache name and at its `.part` (a link planted there
@@ -324,19 +367,30 @@ fn run_action(
             dir,
             archives,
         } => buildtools::build_tool(txn.root(), *tool, version, dir, archives, cache, progress),
-        Action::InstallPrebuilt { sha256, prefix, .. } => {
+        Action::InstallPrebuilt {
+            url,
+            sha256,
+            prefix,
+            ..
+        } => {
             let archive_path = cached(cache, sha256)?.clone();
-            txn.ensure_parent(prefix, step)?;
-            let stage = make_stage(txn, prefix)?;
-            let result = (|| {
-                let staged = stage.join("prefix");
-                let host = txn.root().join(&staged);
-                archive::unpack(&archive_path, &host)?;
-                write_stamp(&host, &serde_json::json!({"prebuilt": sha256}))?;
-                txn.install_tree(&staged, prefix, step)
-            })();
-            let _ = fsops::remove_all(txn.root(), &stage);
-            result
+            install_prefix_archive(txn, step, &archive_path, sha256, prefix, None, url)
+        }
+        Action::InstallArchive {
+            archive,
+            version,
+            prefix,
+        } => {
+            let archive_path = cached(cache, &archive.sha256)?.clone();
+            install_prefix_archive(
+                txn,
+                step,
+                &archive_path,
+                &archive.sha256,
+                prefix,
+                Some(version),
+                &archive.file,
+            )
         }
     }
 }
@@ -596,6 +650,84 @@ fn make_stage(txn: &Txn, prefix: &str) -> anyhow::Result<PathBuf> {
     fsops::remove_all(txn.root(), &stage).map_err(|e| Error::io("cannot clear", &host, e))?;
     fsops::create_dirs(txn.root(), &stage).map_err(|e| Error::io("cannot create", &host, e))?;
     Ok(stage)
+}
+
+/// Unpack a prebuilt panvk prefix (`lib/libvulkan_panfrost.so`, and the build stamp the build
+/// script wrote) into a stage, check it, record where it came from in its stamp, and rename it
+/// into place. `version`: the Mesa the archive's own stamp must name (a `--mesa-archive`
+/// must carry one; the manifest's archives are pinned and may not).
+fn install_prefix_archive(
+    txn: &mut Txn,
+    step: &str,
+    archive_path: &Path,
+    sha256: &str,
+    prefix: &str,
+    version: Option<&str>,
+    from: &str,
+) -> anyhow::Result<()> {
+    txn.ensure_parent(prefix, step)?;
+    let stage = make_stage(txn, prefix)?;
+    let result = (|| {
+        let staged = stage.join("prefix");
+        let host = txn.root().join(&staged);
+        archive::unpack(archive_path, &host)?;
+        let _ = &host;
+        let lib = staged.join("lib").join(crate::icd::PANVK_LIBRARY);
+        if !matches!(fsops::probe(txn.root(), &lib), Ok(fsops::Node::File(_))) {
+            return Err(Error::BadInput(format!(
+                "{from}: not a panvk prefix (no lib/{} at its top)",
+                crate::icd::PANVK_LIBRARY
+            ))
+            .into());
+        }
+        let stamp_at = staged.join(paths::BUILD_STAMP);
+        let own = fsops::read(txn.root(), &stamp_at, 1 << 20).ok();
+        let mut stamp = match own.as_deref().map(serde_json::from_slice::<serde_json::Value>) {
+            Some(Ok(v @ serde_json::Value::Object(_))) => v,
+            Some(_) => {
+                return Err(Error::BadInput(format!(
+                    "{from}: {} is not a JSON object",
+                    paths::BUILD_STAMP
+                ))
+                .into())
+            }
+            None if version.is_some() => {
+                return Err(Error::BadInput(format!(
+                    "{from}: has no {} (scripts/build-panvk-deb.sh writes it: which Mesa, which patches)",
+                    paths::BUILD_STAMP
+                ))
+                .into())
+            }
+            None => serde_json::json!({"project": "mesa"}),
+        };
+        if let Some(want) = version {
+            let (project, got) = (&stamp["project"], &stamp["version"]);
+            if project != "mesa" || got != want {
+                return Err(Error::BadInput(format!(
+                    "{from}: its {} names {} {}, not mesa {want} (the manifest's Mesa)",
+                    paths::BUILD_STAMP,
+                    project.as_str().map(crate::output::escape_control).unwrap_or_else(|| "no project".into()),
+                    got.as_str().map(crate::output::escape_control).unwrap_or_else(|| "no version".into()),
+                ))
+                .into());
+            }
+        }
+        stamp["prebuilt"] = serde_json::json!({"sha256": sha256, "from": from});
+        // Through the root's no-link rules: the archive's own stamp may have been a link.
+        fsops::remove_all(txn.root(), &stamp_at)
+            .map_err(|e| Error::io("cannot replace", txn.root().join(&stamp_at), e))?;
+        if let Some(dir) = stamp_at.parent() {
+            fsops::create_dirs(txn.root(), dir)
+                .map_err(|e| Error::io("cannot create", txn.root().join(dir), e))?;
+        }
+        let mut f = fsops::create_file(txn.root(), &stamp_at)
+            .map_err(|e| Error::io("cannot create", txn.root().join(&stamp_at), e))?;
+        f.write_all(&serde_json::to_vec_pretty(&stamp)?)?;
+        drop(f);
+        txn.install_tree(&staged, prefix, step)
+    })();
+    let _ = fsops::remove_all(txn.root(), &stage);
+    result
 }
 
 fn write_stamp(prefix_dir: &Path, stamp: &serde_json::Value) -> anyhow::Result<()> {

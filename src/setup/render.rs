@@ -196,6 +196,17 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             };
             let _ = writeln!(s, "    {what} (a build-only cache, kept for later builds)");
         }
+        Action::InstallArchive {
+            archive, prefix, ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    check {} ({} bytes, sha256 {}), unpack into {prefix}",
+                escape_line(&archive.file),
+                archive.size,
+                &archive.sha256[..16]
+            );
+        }
         Action::InstallPrebuilt { url, prefix, .. } => {
             let _ = writeln!(
                 s,

@@ -683,12 +683,26 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
             out.actions.push(build);
         }
+        MesaSource::Prebuilt if ctx.opts.mesa_archive.is_some() => {
+            let archive = ctx.opts.mesa_archive.clone().expect("checked by the guard");
+            let name = archive.file.rsplit('/').next().unwrap_or(&archive.file).to_string();
+            out.summary = format!(
+                "install prebuilt panvk (Mesa {}) from {} into {prefix}",
+                src.version,
+                crate::output::escape_control(&name)
+            );
+            out.actions.push(Action::InstallArchive {
+                archive,
+                version: src.version.clone(),
+                prefix,
+            });
+        }
         MesaSource::Prebuilt => {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
                 return Err(Error::Unsupported(format!(
-                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
+                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source, or --mesa-archive FILE with an archive scripts/build-panvk-deb.sh made",
                     src.version
                 ))
                 .into());
