@@ -825,7 +825,7 @@ fn build_source(
             ))
             .into());
         }
-        let stamp = serde_json::json!({
+        let mut stamp = serde_json::json!({
             "project": s.project,
             "version": s.version,
             "source_sha256": s.sha256,
@@ -835,6 +835,12 @@ fn build_source(
             })).collect::<Vec<_>>(),
             "options": s.options,
         });
+        if s.project == "llama.cpp" {
+            let log = fs::read_to_string(&log_path).unwrap_or_default();
+            if let Some(int_dot) = crate::llama::int_dot_from_log(&log) {
+                stamp["int_dot_matmul"] = serde_json::json!(int_dot);
+            }
+        }
         install_build_only(
             &root,
             &work_at.join("build/bin"),
