@@ -725,13 +725,14 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
 /// What unblocks a mesa step the release cannot build.
 pub const MESA_BLOCKED_FIX: &str = "move the board to Debian 12 or Ubuntu 22.04 or newer; or build panvk on a PC (scripts/build-panvk-deb.sh --arm64) and install it with rvl setup --mesa-from prebuilt --mesa-archive FILE";
 
-/// Measured costs of the mesa step's parts, for the plan (docs/build-deps.md: the bookworm lab,
-/// scripts/panvk-lab/bookworm-setup.sh, on 2 x86-64 cores; an RK3588 has 4 A76 + 4 A55).
+/// Measured costs of the mesa step's parts, for the plan (docs/build-deps.md). Minutes: on 2 idle
+/// x86-64 cores (wave3-anchors.md; the bookworm lab, on 2 cores shared with other builds, took
+/// 36 + 39 min). MiB: the bookworm lab (scripts/panvk-lab/bookworm-setup.sh).
 pub mod cost {
     /// SPIRV-Tools' static libraries: minutes, MiB of scratch while building, MiB kept.
-    pub const SPIRV_TOOLS: (u32, u32, u32) = (13, 250, 40);
+    pub const SPIRV_TOOLS: (u32, u32, u32) = (13, 250, 13);
     /// meson's venv.
-    pub const MESON_VENV: (u32, u32, u32) = (1, 0, 30);
+    pub const MESON_VENV: (u32, u32, u32) = (1, 0, 35);
     /// panvk: minutes, MiB of scratch (unpacked tree + build directory), MiB installed.
     pub const MESA: (u32, u32, u32) = (11, 900, 20);
 }
@@ -877,7 +878,7 @@ fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
         ));
     }
     notes.push(format!(
-        "  cost: about {minutes} min (measured on 2 x86-64 cores), {scratch} MiB of scratch under /var/lib/rvl/work while it builds, {kept} MiB kept (/opt/rvl/build is a cache: `sudo rm -rf {BUILD_TOOLS_DIR}` frees it once panvk is installed)"
+        "  cost: about {minutes} min (2 idle x86-64 cores; up to 3x that on a busy or slower machine), {scratch} MiB of scratch under /var/lib/rvl/work while it builds, {kept} MiB kept (/opt/rvl/build is a cache: `sudo rm -rf {BUILD_TOOLS_DIR}` frees it once panvk is installed)"
     ));
     Ok(Deps::Resolved {
         actions,
