@@ -129,7 +129,8 @@ pub fn parse_policy(text: &str) -> Policy {
                 if map.len() >= POLICY_MAX_PACKAGES {
                     break;
                 }
-                map.entry(name.clone()).or_insert_with(PackageState::default);
+                map.entry(name.clone())
+                    .or_insert_with(PackageState::default);
             }
             continue;
         }
@@ -236,7 +237,9 @@ pub fn release_name(os: &OsRelease) -> String {
 pub fn resolve(os: &OsRelease, policy: &Policy) -> Result<Resolved, String> {
     let name = release_name(os);
     let too_old = |what: &str, have: &str, min: &str| {
-        format!("{name} cannot build Mesa 26: its {what} is {have}, older than the {min} Mesa 26 needs")
+        format!(
+            "{name} cannot build Mesa 26: its {what} is {have}, older than the {min} Mesa 26 needs"
+        )
     };
     let python = policy.version("python3").ok_or_else(|| {
         format!("{name} cannot build Mesa 26: apt has no python3 (run `sudo apt-get update`?)")
@@ -490,9 +493,18 @@ mod tests {
             version_id: v.into(),
             pretty_name: String::new(),
         };
-        assert!(release_blocker(&os("debian", "11")).unwrap().contains("debian 11"));
+        assert!(release_blocker(&os("debian", "11"))
+            .unwrap()
+            .contains("debian 11"));
         assert!(release_blocker(&os("ubuntu", "21.10")).is_some());
-        for (id, v) in [("debian", "12"), ("debian", "13"), ("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", ""), ("fedora", "40")] {
+        for (id, v) in [
+            ("debian", "12"),
+            ("debian", "13"),
+            ("ubuntu", "22.04"),
+            ("ubuntu", "24.04"),
+            ("debian", ""),
+            ("fedora", "40"),
+        ] {
             assert_eq!(release_blocker(&os(id, v)), None, "{id} {v}");
         }
     }
@@ -556,15 +568,30 @@ mod tests {
         let r = resolve(&os_of(row("bookworm")), &fixture("bookworm")).unwrap();
         assert_eq!(r.llvm, 15, "19 has no LLVMSPIRVLib on bookworm, 16 neither");
         assert_eq!(r.llvm_config(), "/usr/bin/llvm-config-15");
-        assert_eq!(r.meson, ToolFrom::Pinned { release_has: Some("1.0.1".into()) });
+        assert_eq!(
+            r.meson,
+            ToolFrom::Pinned {
+                release_has: Some("1.0.1".into())
+            }
+        );
         assert_eq!(
             r.spirv_tools,
-            ToolFrom::Pinned { release_has: Some("2023.1".into()) }
+            ToolFrom::Pinned {
+                release_has: Some("2023.1".into())
+            }
         );
-        for p in ["libllvmspirvlib-15-dev", "libclc-15-dev", "python3-venv", "cmake"] {
+        for p in [
+            "libllvmspirvlib-15-dev",
+            "libclc-15-dev",
+            "python3-venv",
+            "cmake",
+        ] {
             assert!(r.missing.iter().any(|m| m == p), "{p}");
         }
-        assert!(!r.packages.iter().any(|p| p == "meson" || p == "spirv-tools"));
+        assert!(!r
+            .packages
+            .iter()
+            .any(|p| p == "meson" || p == "spirv-tools"));
     }
 
     #[test]
@@ -573,7 +600,10 @@ mod tests {
         assert_eq!(r.llvm, 19, "22 has no LLVMSPIRVLib on trixie");
         assert_eq!(r.meson, ToolFrom::Distro("1.7.0".into()));
         assert_eq!(r.spirv_tools, ToolFrom::Distro("2025.1~rc1".into()));
-        assert!(!r.packages.iter().any(|p| p == "cmake" || p == "python3-venv"));
+        assert!(!r
+            .packages
+            .iter()
+            .any(|p| p == "cmake" || p == "python3-venv"));
     }
 
     #[test]
@@ -587,14 +617,22 @@ mod tests {
     fn ubuntu_24_04_takes_spirv_tools_from_updates_and_pins_only_meson() {
         let r = resolve(&os_of(row("noble")), &fixture("noble")).unwrap();
         assert_eq!(r.llvm, 20);
-        assert_eq!(r.meson, ToolFrom::Pinned { release_has: Some("1.3.2".into()) });
+        assert_eq!(
+            r.meson,
+            ToolFrom::Pinned {
+                release_has: Some("1.3.2".into())
+            }
+        );
         assert_eq!(r.spirv_tools, ToolFrom::Distro("2025.1~rc1".into()));
     }
 
     #[test]
     fn debian_11_is_blocked_with_a_true_reason() {
         let why = resolve(&os_of(row("bullseye")), &fixture("bullseye")).unwrap_err();
-        assert!(why.contains("Python is 3.9.2, older than the 3.10"), "{why}");
+        assert!(
+            why.contains("Python is 3.9.2, older than the 3.10"),
+            "{why}"
+        );
         // Past Python, LLVM is what stops it: bullseye-updates has LLVM 16 but no LLVMSPIRVLib.
         let mut p = fixture("bullseye");
         p.0.get_mut("python3").unwrap().candidate = Some("3.11.2-1".into());

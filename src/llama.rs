@@ -216,7 +216,10 @@ mod int_dot_tests {
 
     #[test]
     fn the_int_dot_path_is_read_from_ggmls_configure_output() {
-        assert_eq!(int_dot_from_log("-- GL_EXT_integer_dot_product not supported by glslc\n"), Some(false));
+        assert_eq!(
+            int_dot_from_log("-- GL_EXT_integer_dot_product not supported by glslc\n"),
+            Some(false)
+        );
         assert_eq!(int_dot_from_log("-- GL_KHR_cooperative_matrix supported by glslc\n-- GL_EXT_integer_dot_product supported by glslc\n"), Some(true));
         assert_eq!(int_dot_from_log("nothing\n"), None);
         assert!(int_dot_line(Some(false)).unwrap().contains("not built"));

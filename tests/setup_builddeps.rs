@@ -43,7 +43,8 @@ fn release_root(codename: &str) -> Fixture {
     let fx = Fixture::copy("boltzmann-extlinux");
     fx.write("etc/os-release", os_release(id, v, pretty));
     let policy = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/apt-policy/{codename}.txt")),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/fixtures/apt-policy/{codename}.txt")),
     )
     .unwrap();
     fx.write("var/lib/rvl-test/apt-policy.txt", policy);
@@ -116,21 +117,42 @@ fn spirv_tools_tarball() -> Vec<u8> {
     let files: Vec<(String, Vec<u8>)> = vec![
         (format!("{t}/CMakeLists.txt"), top.into()),
         (format!("{t}/source/CMakeLists.txt"), source.into()),
-        (format!("{t}/source/a.c"), b"int spvfake(void) { return 7; }\n".to_vec()),
+        (
+            format!("{t}/source/a.c"),
+            b"int spvfake(void) { return 7; }\n".to_vec(),
+        ),
         (
             format!("{t}/source/opt/CMakeLists.txt"),
             b"add_library(SPIRV-Tools-opt STATIC b.c)\n".to_vec(),
         ),
-        (format!("{t}/source/opt/b.c"), b"int spvopt(void) { return 1; }\n".to_vec()),
+        (
+            format!("{t}/source/opt/b.c"),
+            b"int spvopt(void) { return 1; }\n".to_vec(),
+        ),
         (
             format!("{t}/source/link/CMakeLists.txt"),
             b"add_library(SPIRV-Tools-link STATIC c.c)\n".to_vec(),
         ),
-        (format!("{t}/source/link/c.c"), b"int spvlink(void) { return 1; }\n".to_vec()),
-        (format!("{t}/include/spirv-tools/libspirv.h"), b"/* stand-in */\n".to_vec()),
-        (format!("{t}/include/spirv-tools/libspirv.hpp"), b"/* stand-in */\n".to_vec()),
-        (format!("{t}/include/spirv-tools/optimizer.hpp"), b"/* stand-in */\n".to_vec()),
-        (format!("{t}/include/spirv-tools/linker.hpp"), b"/* stand-in */\n".to_vec()),
+        (
+            format!("{t}/source/link/c.c"),
+            b"int spvlink(void) { return 1; }\n".to_vec(),
+        ),
+        (
+            format!("{t}/include/spirv-tools/libspirv.h"),
+            b"/* stand-in */\n".to_vec(),
+        ),
+        (
+            format!("{t}/include/spirv-tools/libspirv.hpp"),
+            b"/* stand-in */\n".to_vec(),
+        ),
+        (
+            format!("{t}/include/spirv-tools/optimizer.hpp"),
+            b"/* stand-in */\n".to_vec(),
+        ),
+        (
+            format!("{t}/include/spirv-tools/linker.hpp"),
+            b"/* stand-in */\n".to_vec(),
+        ),
     ];
     let refs: Vec<(&str, &[u8], u32)> = files
         .iter()
@@ -208,7 +230,13 @@ fn pins(mesa: &[u8]) -> Pins {
     ));
     yaml.push_str("build_tools:\n");
     for (id, version, file, data, tree) in [
-        ("meson", "1.7.0", "meson-1.7.0-py3-none-any.whl", meson_wheel(), None),
+        (
+            "meson",
+            "1.7.0",
+            "meson-1.7.0-py3-none-any.whl",
+            meson_wheel(),
+            None,
+        ),
         (
             "spirv-tools",
             "2025.1~rc1",
@@ -287,15 +315,24 @@ fn debian_11_is_blocked_before_anything_is_downloaded_with_the_reason_it_cannot_
     let fx = release_root("bullseye");
     let p = pins(&mesa_tarball(false));
     let before = snapshot(fx.path());
-    let out = mesa(&fx, &p, "mesa,icd").arg("--yes").run().expect_code(exit::BLOCKED);
+    let out = mesa(&fx, &p, "mesa,icd")
+        .arg("--yes")
+        .run()
+        .expect_code(exit::BLOCKED);
     let text = out.stdout().to_string() + out.stderr();
     assert!(
         text.contains("Debian GNU/Linux 11 (bullseye) cannot build Mesa 26: it has no LLVM >= 15 with LLVMSPIRVLib"),
         "{text}"
     );
-    assert!(text.contains("Debian 12 or Ubuntu 22.04 or newer"), "{text}");
+    assert!(
+        text.contains("Debian 12 or Ubuntu 22.04 or newer"),
+        "{text}"
+    );
     assert!(text.contains("--mesa-archive"), "{text}");
-    assert!(p.server.seen().is_empty(), "blocked, yet something was downloaded");
+    assert!(
+        p.server.seen().is_empty(),
+        "blocked, yet something was downloaded"
+    );
     assert_same(&before, &snapshot(fx.path()));
 }
 
@@ -307,15 +344,31 @@ fn each_release_plans_its_build_dependencies_from_its_apt_policy() {
         (
             "bookworm",
             15,
-            vec!["install-packages", "build-tool:meson-venv", "build-tool:spirv-tools", "build-source"],
+            vec![
+                "install-packages",
+                "build-tool:meson-venv",
+                "build-tool:spirv-tools",
+                "build-source",
+            ],
             true,
             true,
         ),
-        ("trixie", 19, vec!["install-packages", "build-source"], false, false),
+        (
+            "trixie",
+            19,
+            vec!["install-packages", "build-source"],
+            false,
+            false,
+        ),
         (
             "jammy",
             15,
-            vec!["install-packages", "build-tool:meson-venv", "build-tool:spirv-tools", "build-source"],
+            vec![
+                "install-packages",
+                "build-tool:meson-venv",
+                "build-tool:spirv-tools",
+                "build-source",
+            ],
             true,
             true,
         ),
@@ -332,20 +385,36 @@ fn each_release_plans_its_build_dependencies_from_its_apt_policy() {
         let plan = plan_json(&fx, &p);
         assert_eq!(kinds(&plan), want, "{codename}: {plan}");
         let tc = &build_source(&plan)["toolchain"];
-        assert_eq!(tc["llvm_config"], format!("/usr/bin/llvm-config-{llvm}"), "{codename}");
+        assert_eq!(
+            tc["llvm_config"],
+            format!("/usr/bin/llvm-config-{llvm}"),
+            "{codename}"
+        );
         assert_eq!(tc["meson"].is_string(), venv, "{codename}: {tc}");
         assert_eq!(tc["pkg_config_path"].is_array(), spirv, "{codename}: {tc}");
-        let packages = plan["plan"]["steps"][0]["actions"][0]["packages"].as_array().unwrap();
+        let packages = plan["plan"]["steps"][0]["actions"][0]["packages"]
+            .as_array()
+            .unwrap();
         assert!(
-            packages.iter().any(|p| p == &format!("libllvmspirvlib-{llvm}-dev")),
+            packages
+                .iter()
+                .any(|p| p == &format!("libllvmspirvlib-{llvm}-dev")),
             "{codename}: {packages:?}"
         );
         // The plan says where each piece comes from and what it costs.
         let notes = plan["plan"]["notes"].to_string();
-        assert!(notes.contains(&format!("LLVM {llvm} with libclang-cpp, libclc and LLVMSPIRVLib: the release's packages")), "{notes}");
+        assert!(
+            notes.contains(&format!(
+                "LLVM {llvm} with libclang-cpp, libclc and LLVMSPIRVLib: the release's packages"
+            )),
+            "{notes}"
+        );
         assert!(notes.contains("cost: about"), "{notes}");
         if venv {
-            assert!(notes.contains("meson 1.7.0: pinned PyPI wheel in a venv"), "{notes}");
+            assert!(
+                notes.contains("meson 1.7.0: pinned PyPI wheel in a venv"),
+                "{notes}"
+            );
         }
     }
 }
@@ -354,7 +423,10 @@ fn each_release_plans_its_build_dependencies_from_its_apt_policy() {
 fn the_text_plan_names_each_dependency_where_it_comes_from_disk_and_time() {
     let fx = release_root("bookworm");
     let p = pins(&mesa_tarball(false));
-    let out = mesa(&fx, &p, "mesa").arg("--dry-run").run().expect_code(exit::OK);
+    let out = mesa(&fx, &p, "mesa")
+        .arg("--dry-run")
+        .run()
+        .expect_code(exit::OK);
     for want in [
         "building Mesa 26.1.6 on Debian GNU/Linux 12 (bookworm), from its apt policy",
         "meson 1.7.0: pinned PyPI wheel in a venv at /opt/rvl/build/meson-1.7.0 (the release has 1.0.1; Mesa needs >= 1.4.0)",
@@ -375,7 +447,11 @@ fn under_root_without_apt_the_plan_says_what_the_release_needs_and_installs_noth
     let plan = plan_json(&fx, &p);
     assert_eq!(
         kinds(&plan),
-        ["build-tool:meson-venv", "build-tool:spirv-tools", "build-source"]
+        [
+            "build-tool:meson-venv",
+            "build-tool:spirv-tools",
+            "build-source"
+        ]
     );
     let notes = plan["plan"]["notes"].to_string();
     assert!(notes.contains("its apt was not asked"), "{notes}");
@@ -423,16 +499,32 @@ fn on_debian_12_setup_brings_its_build_tools_and_an_interrupted_build_resumes() 
     for dir in [MESON_DIR, SPIRV_DIR] {
         assert!(fx.join(&format!("{dir}/.rvl-tool.json")).is_file(), "{dir}");
     }
-    for f in ["lib/libSPIRV-Tools.a", "lib/libSPIRV-Tools-opt.a", "lib/libSPIRV-Tools-link.a", "include/spirv-tools/libspirv.h"] {
+    for f in [
+        "lib/libSPIRV-Tools.a",
+        "lib/libSPIRV-Tools-opt.a",
+        "lib/libSPIRV-Tools-link.a",
+        "include/spirv-tools/libspirv.h",
+    ] {
         assert!(fx.join(&format!("{SPIRV_DIR}/{f}")).is_file(), "{f}");
     }
     let pc = fx.read(&format!("{SPIRV_DIR}/lib/pkgconfig/SPIRV-Tools.pc"));
-    assert!(pc.contains(&format!("prefix={}", fx.join(SPIRV_DIR).display())), "{pc}");
-    assert!(!fx.join(PREFIX).exists(), "an interrupted build installed something");
+    assert!(
+        pc.contains(&format!("prefix={}", fx.join(SPIRV_DIR).display())),
+        "{pc}"
+    );
+    assert!(
+        !fx.join(PREFIX).exists(),
+        "an interrupted build installed something"
+    );
     assert!(!fx.join("etc/vulkan/icd.d/rvl_panvk.aarch64.json").exists());
-    assert!(fx.join("var/lib/rvl/work/mesa-26.1.6/build/build.ninja").is_file());
+    assert!(fx
+        .join("var/lib/rvl/work/mesa-26.1.6/build/build.ninja")
+        .is_file());
     // The venv's meson configured Mesa (not this machine's, which is not >= 1.4 on Debian 12).
-    assert_eq!(fs::read_to_string(&meson_log).unwrap().lines().next(), Some("setup"));
+    assert_eq!(
+        fs::read_to_string(&meson_log).unwrap().lines().next(),
+        Some("setup")
+    );
     // The next plan builds no tool again and installs no package again.
     let plan = plan_json(&fx, &p);
     assert_eq!(kinds(&plan), ["build-source"], "{plan}");
@@ -441,15 +533,26 @@ fn on_debian_12_setup_brings_its_build_tools_and_an_interrupted_build_resumes() 
     let err = out.stderr();
     assert!(err.contains("resuming the interrupted build"), "{err}");
     assert!(!err.contains("mesa-26.1.6: configure"), "{err}");
-    assert!(fx.join(&format!("{PREFIX}/lib/libvulkan_panfrost.so")).is_file());
+    assert!(fx
+        .join(&format!("{PREFIX}/lib/libvulkan_panfrost.so"))
+        .is_file());
     assert!(fx.join("etc/vulkan/icd.d/rvl_panvk.aarch64.json").is_file());
     assert!(!fx.join("var/lib/rvl/work/mesa-26.1.6").exists());
     // The source was downloaded once; a second plan is empty.
     assert_eq!(p.server.hits("/src/mesa-26.1.6.tar.xz"), 1);
-    let again = mesa(&fx, &p, "mesa,icd").args(&["--dry-run", "--json"]).run().stdout_json();
-    assert!(again["plan"]["steps"].as_array().unwrap().is_empty(), "{again}");
+    let again = mesa(&fx, &p, "mesa,icd")
+        .args(&["--dry-run", "--json"])
+        .run()
+        .stdout_json();
+    assert!(
+        again["plan"]["steps"].as_array().unwrap().is_empty(),
+        "{again}"
+    );
     // Rollback removes panvk and the ICD; the build tools stay as a cache.
-    setup(&fx, &p.manifest).arg("--rollback").run().expect_code(exit::OK);
+    setup(&fx, &p.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK);
     assert!(!fx.join(PREFIX).exists());
     assert!(fx.join(&format!("{SPIRV_DIR}/.rvl-tool.json")).is_file());
 }
@@ -465,7 +568,10 @@ fn a_failed_apt_get_names_the_fix_and_installs_nothing() {
         .expect_code(exit::PROBLEMS);
     let err = out.stderr();
     assert!(err.contains("step mesa failed"), "{err}");
-    assert!(err.contains("run `sudo apt-get update` and setup again"), "{err}");
+    assert!(
+        err.contains("run `sudo apt-get update` and setup again"),
+        "{err}"
+    );
     assert!(err.contains("404  Not Found"), "{err}");
     assert!(!fx.join(PREFIX).exists());
 }
@@ -479,7 +585,10 @@ fn panvk_archive(stamp: Option<serde_json::Value>) -> Vec<u8> {
         b"\x7fELF stand-in panvk".to_vec(),
     )];
     if let Some(s) = stamp {
-        files.push(("share/rvl/build.json".into(), serde_json::to_vec(&s).unwrap()));
+        files.push((
+            "share/rvl/build.json".into(),
+            serde_json::to_vec(&s).unwrap(),
+        ));
     }
     let refs: Vec<(&str, &[u8], u32)> = files
         .iter()
@@ -509,14 +618,26 @@ fn write_archive(dir: &Path, data: &[u8], sidecar: Option<&str>) -> PathBuf {
     let f = dir.join("panvk-26.1.6-rvl1-aarch64.tar.xz");
     fs::write(&f, data).unwrap();
     if let Some(sha) = sidecar {
-        fs::write(dir.join("panvk-26.1.6-rvl1-aarch64.tar.xz.sha256"), format!("{sha}  panvk-26.1.6-rvl1-aarch64.tar.xz\n")).unwrap();
+        fs::write(
+            dir.join("panvk-26.1.6-rvl1-aarch64.tar.xz.sha256"),
+            format!("{sha}  panvk-26.1.6-rvl1-aarch64.tar.xz\n"),
+        )
+        .unwrap();
     }
     f
 }
 
 fn prebuilt(fx: &Fixture, p: &Pins, archive: &Path) -> Rvl {
     setup(fx, &p.manifest)
-        .args(&["--board", "boltzmann", "--only", "mesa,icd", "--mesa-from", "prebuilt", "--mesa-archive"])
+        .args(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "mesa,icd",
+            "--mesa-from",
+            "prebuilt",
+            "--mesa-archive",
+        ])
         .arg(archive)
 }
 
@@ -531,8 +652,13 @@ fn a_prebuilt_archive_is_verified_installed_and_named_by_doctor_with_its_series(
         .arg("--dry-run")
         .run()
         .expect_code(exit::OK)
-        .expect_stdout("install prebuilt panvk (Mesa 26.1.6) from panvk-26.1.6-rvl1-aarch64.tar.xz");
-    prebuilt(&fx, &p, &file).arg("--yes").run().expect_code(exit::OK);
+        .expect_stdout(
+            "install prebuilt panvk (Mesa 26.1.6) from panvk-26.1.6-rvl1-aarch64.tar.xz",
+        );
+    prebuilt(&fx, &p, &file)
+        .arg("--yes")
+        .run()
+        .expect_code(exit::OK);
     assert_eq!(
         fs::read(fx.join(&format!("{PREFIX}/lib/libvulkan_panfrost.so"))).unwrap(),
         b"\x7fELF stand-in panvk"
@@ -541,13 +667,28 @@ fn a_prebuilt_archive_is_verified_installed_and_named_by_doctor_with_its_series(
         serde_json::from_str(&fx.read(&format!("{PREFIX}/share/rvl/build.json"))).unwrap();
     assert_eq!(stamp["prebuilt"]["sha256"], sha256_hex(&data));
     assert_eq!(stamp["built_by"], "build-panvk-deb.sh");
-    assert!(p.server.seen().is_empty(), "an offline install downloaded something");
-    let doc = rvl(&["doctor", "--json", "--board", "boltzmann"]).root(fx.path()).run().stdout_json();
-    let icd = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "vulkan-icd").unwrap().clone();
+    assert!(
+        p.server.seen().is_empty(),
+        "an offline install downloaded something"
+    );
+    let doc = rvl(&["doctor", "--json", "--board", "boltzmann"])
+        .root(fx.path())
+        .run()
+        .stdout_json();
+    let icd = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "vulkan-icd")
+        .unwrap()
+        .clone();
     assert_eq!(icd["status"], "pass", "{icd}");
     let series = rvl::mesa::rvl_series().len();
     assert!(
-        icd["summary"].as_str().unwrap().contains(&format!("series {series}/{series}")),
+        icd["summary"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("series {series}/{series}")),
         "{icd}"
     );
 }
@@ -561,21 +702,39 @@ fn a_prebuilt_archive_that_does_not_match_its_sha256_or_names_another_mesa_insta
     // Wrong sha256.
     let data = panvk_archive(Some(rvl_stamp(VERSION)));
     let file = write_archive(d.path(), &data, Some(&"0".repeat(64)));
-    let out = prebuilt(&fx, &p, &file).arg("--yes").run().expect_code(exit::DOWNLOAD);
+    let out = prebuilt(&fx, &p, &file)
+        .arg("--yes")
+        .run()
+        .expect_code(exit::DOWNLOAD);
     assert!(out.stderr().contains("sha256 mismatch"), "{}", out.stderr());
     // No sha256 at all.
     fs::remove_file(d.path().join("panvk-26.1.6-rvl1-aarch64.tar.xz.sha256")).unwrap();
-    let out = prebuilt(&fx, &p, &file).arg("--yes").run().expect_code(exit::USAGE);
-    assert!(out.stderr().contains("no sha256 to verify it by"), "{}", out.stderr());
+    let out = prebuilt(&fx, &p, &file)
+        .arg("--yes")
+        .run()
+        .expect_code(exit::USAGE);
+    assert!(
+        out.stderr().contains("no sha256 to verify it by"),
+        "{}",
+        out.stderr()
+    );
     // Another Mesa's build, or no stamp: refused after the sha256 passed.
-    for data in [panvk_archive(Some(rvl_stamp("26.2.4"))), panvk_archive(None)] {
+    for data in [
+        panvk_archive(Some(rvl_stamp("26.2.4"))),
+        panvk_archive(None),
+    ] {
         let file = write_archive(d.path(), &data, None);
         let out = prebuilt(&fx, &p, &file)
             .args(&["--yes", "--mesa-sha256", &sha256_hex(&data)])
             .run()
-            .expect_code(exit::BAD_INPUT);
+            .expect_code(exit::PROBLEMS);
         let err = out.stderr();
-        assert!(err.contains("not mesa 26.1.6") || err.contains("has no share/rvl/build.json"), "{err}");
+        assert!(err.contains("step mesa failed"), "{err}");
+        assert!(
+            err.contains("names mesa 26.2.4, not mesa 26.1.6")
+                || err.contains("has no share/rvl/build.json"),
+            "{err}"
+        );
     }
     // --mesa-archive needs --mesa-from prebuilt.
     setup(&fx, &p.manifest)

@@ -11,11 +11,11 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use super::action::Toolchain;
 use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
 use super::patches::{Patch, Series};
 use super::plan::Plan;
-use super::action::Toolchain;
 use super::{archive, builder, buildtools, fault, fsops, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::error::Error;
@@ -142,8 +142,8 @@ fn copy_verified(a: &super::action::LocalArchive, dest: &Path) -> anyhow::Result
     }
     let part = fetch::part_path(dest);
     let result = (|| -> anyhow::Result<()> {
-        let mut from = fs::File::open(&a.file)
-            .map_err(|e| Error::BadInput(format!("{what}: {e}")))?;
+        let mut from =
+            fs::File::open(&a.file).map_err(|e| Error::BadInput(format!("{what}: {e}")))?;
         let mut to = fs::File::create(&part).map_err(|e| Error::io("cannot create", &part, e))?;
         // Never more than the pinned size plus one byte: a grown file fails the size check.
         std::io::copy(&mut std::io::Read::take(&mut from, a.size + 1), &mut to)?;
@@ -615,8 +615,8 @@ pub fn resumable(root: &Root, work_at: &Path, key: &str) -> bool {
 /// Record what `work_at` is made from (after unpacking and patching, before configure).
 pub fn write_key(root: &Root, work_at: &Path, key: &str) -> anyhow::Result<()> {
     let path = work_at.join(WORK_KEY);
-    let mut f =
-        fsops::create_file(root, &path).map_err(|e| Error::io("cannot create", root.join(&path), e))?;
+    let mut f = fsops::create_file(root, &path)
+        .map_err(|e| Error::io("cannot create", root.join(&path), e))?;
     f.write_all(key.as_bytes())?;
     Ok(())
 }
@@ -706,8 +706,13 @@ fn install_prefix_archive(
                 return Err(Error::BadInput(format!(
                     "{from}: its {} names {} {}, not mesa {want} (the manifest's Mesa)",
                     paths::BUILD_STAMP,
-                    project.as_str().map(crate::output::escape_control).unwrap_or_else(|| "no project".into()),
-                    got.as_str().map(crate::output::escape_control).unwrap_or_else(|| "no version".into()),
+                    project
+                        .as_str()
+                        .map(crate::output::escape_control)
+                        .unwrap_or_else(|| "no project".into()),
+                    got.as_str()
+                        .map(crate::output::escape_control)
+                        .unwrap_or_else(|| "no version".into()),
                 ))
                 .into());
             }
@@ -773,14 +778,20 @@ fn build_source(
         builder::check_tools_except(&[s.system], brought)?;
         let tree = work.join("src").join(s.tree);
         if resume {
-            let mut log = fs::OpenOptions::new().append(true).create(true).open(&log_path)?;
+            let mut log = fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&log_path)?;
             writeln!(
                 log,
                 "== resuming the build in {} (an earlier run was interrupted)",
                 work.display()
             )?;
             if progress.shown() {
-                eprintln!("{label}: resuming the interrupted build in {}", work.display());
+                eprintln!(
+                    "{label}: resuming the interrupted build in {}",
+                    work.display()
+                );
             }
         } else {
             if progress.shown() {

@@ -370,7 +370,9 @@ mod tests {
         };
         let cmds = b.commands();
         assert_eq!(cmds[0].1[0], "/opt/rvl/build/meson-1.7.0/bin/meson");
-        assert!(cmds[0].1.contains(&"--native-file=/w/native.ini".to_string()));
+        assert!(cmds[0]
+            .1
+            .contains(&"--native-file=/w/native.ini".to_string()));
         assert_eq!(cmds[2].1[0], "/opt/rvl/build/meson-1.7.0/bin/meson");
         b.tuning.resume = true;
         assert_eq!(b.commands()[0].0, "build");

@@ -103,10 +103,16 @@ pub fn install_packages(
         );
     }
     fsops::create_file(root, &log_at).map_err(|e| Error::io("cannot create", &log_path, e))?;
-    let b = runner(root, &log_path, progress, vec![
-        ("DEBIAN_FRONTEND".into(), "noninteractive".into()),
+    let mut env = vec![
+        ("DEBIAN_FRONTEND".to_string(), "noninteractive".to_string()),
         ("LC_ALL".into(), "C".into()),
-    ]);
+    ];
+    if !root.is_live() {
+        // Only a stand-in runs under --root (`how_to_run`); it acts on RVL_ROOT.
+        let base = fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        env.push(("RVL_ROOT".into(), base.to_string_lossy().into_owned()));
+    }
+    let b = runner(root, &log_path, progress, env);
     let apt = program.to_string_lossy().into_owned();
     b.run_command("mesa", "apt-get install", &[vec![apt.clone()], install].concat())
         .map_err(|e| {
@@ -159,7 +165,10 @@ pub fn build_tool(
     progress: Progress,
 ) -> anyhow::Result<()> {
     if !dir.starts_with(&format!("{BUILD_TOOLS_DIR}/")) {
-        return Err(Error::Internal(format!("build tool directory {dir} is not under {BUILD_TOOLS_DIR}")).into());
+        return Err(Error::Internal(format!(
+            "build tool directory {dir} is not under {BUILD_TOOLS_DIR}"
+        ))
+        .into());
     }
     let name = dir.rsplit('/').next().unwrap_or(dir).to_string();
     let state = StateDir::new(root);
@@ -175,15 +184,20 @@ pub fn build_tool(
             let wheel = archives
                 .first()
                 .ok_or_else(|| Error::Internal("meson: no wheel".into()))?;
-            meson_venv(root, dir, version, wheel, cache, &log_at, &work_at, progress)
+            meson_venv(
+                root, dir, version, wheel, cache, &log_at, &work_at, progress,
+            )
         }
-        BuildToolKind::SpirvTools => {
-            spirv_tools(root, dir, &label, archives, cache, &log_at, &work_at, progress)
-        }
+        BuildToolKind::SpirvTools => spirv_tools(
+            root, dir, &label, archives, cache, &log_at, &work_at, progress,
+        ),
     }
     .map_err(|e| {
         if e.chain().any(|c| c.is::<builder::Interrupted>()) {
-            e.context(format!("the next `rvl setup` goes on from {}", root.join(&work_at).display()))
+            e.context(format!(
+                "the next `rvl setup` goes on from {}",
+                root.join(&work_at).display()
+            ))
         } else {
             let _ = fsops::remove_all(root, &work_at);
             e
@@ -205,9 +219,12 @@ fn meson_venv(
     progress: Progress,
 ) -> anyhow::Result<()> {
     let log_path = root.join(log_at);
-    fsops::remove_all(root, Path::new(dir)).map_err(|e| Error::io("cannot clear", root.join(dir), e))?;
-    fsops::remove_all(root, work_at).map_err(|e| Error::io("cannot clear", root.join(work_at), e))?;
-    fsops::create_dirs(root, work_at).map_err(|e| Error::io("cannot create", root.join(work_at), e))?;
+    fsops::remove_all(root, Path::new(dir))
+        .map_err(|e| Error::io("cannot clear", root.join(dir), e))?;
+    fsops::remove_all(root, work_at)
+        .map_err(|e| Error::io("cannot clear", root.join(work_at), e))?;
+    fsops::create_dirs(root, work_at)
+        .map_err(|e| Error::io("cannot create", root.join(work_at), e))?;
     fsops::create_file(root, log_at).map_err(|e| Error::io("cannot create", &log_path, e))?;
     // pip reads the project and version from the wheel's own file name.
     let file = wheel
@@ -215,18 +232,33 @@ fn meson_venv(
         .rsplit('/')
         .next()
         .filter(|n| n.ends_with(".whl") && crate::validate::file_name(n).is_ok())
-        .ok_or_else(|| Error::Manifest(format!("build tool meson: `{}` does not end in a wheel's file name", wheel.url)))?;
+        .ok_or_else(|| {
+            Error::Manifest(format!(
+                "build tool meson: `{}` does not end in a wheel's file name",
+                wheel.url
+            ))
+        })?;
     let named = work_at.join(file);
     let data = fs::read(archive_file(cache, wheel)?)?;
-    let mut f = fsops::create_file(root, &named).map_err(|e| Error::io("cannot create", root.join(&named), e))?;
+    let mut f = fsops::create_file(root, &named)
+        .map_err(|e| Error::io("cannot create", root.join(&named), e))?;
     f.write_all(&data)?;
     drop(f);
     let host = root.join(dir);
-    let b = runner(root, &log_path, progress, vec![("PIP_NO_INDEX".into(), "1".into())]);
+    let b = runner(
+        root,
+        &log_path,
+        progress,
+        vec![("PIP_NO_INDEX".into(), "1".into())],
+    );
     let label = format!("meson-{version}");
     let venv = host.to_string_lossy().into_owned();
-    b.run_command(&label, "venv", &["python3".into(), "-m".into(), "venv".into(), venv.clone()])
-        .map_err(|e| e.context("creating meson's venv failed (does the image have python3-venv?)"))?;
+    b.run_command(
+        &label,
+        "venv",
+        &["python3".into(), "-m".into(), "venv".into(), venv.clone()],
+    )
+    .map_err(|e| e.context("creating meson's venv failed (does the image have python3-venv?)"))?;
     b.run_command(
         &label,
         "pip install",
@@ -255,7 +287,11 @@ fn meson_venv(
         ))
         .into());
     }
-    stamp(root, dir, &serde_json::json!({"tool": "meson", "version": version, "wheel_sha256": wheel.sha256}))?;
+    stamp(
+        root,
+        dir,
+        &serde_json::json!({"tool": "meson", "version": version, "wheel_sha256": wheel.sha256}),
+    )?;
     let _ = fsops::remove_all(root, work_at);
     Ok(())
 }
@@ -279,16 +315,28 @@ fn spirv_tools(
         archives.iter().find(|a| a.id == "spirv-tools"),
         archives.iter().find(|a| a.id == "spirv-headers"),
     ) else {
-        return Err(Error::Internal("spirv-tools: needs its source and SPIRV-Headers".into()).into());
+        return Err(
+            Error::Internal("spirv-tools: needs its source and SPIRV-Headers".into()).into(),
+        );
     };
     let key = format!("{} {}", tools.sha256, headers.sha256);
     let work = root.join(work_at);
     let resume = super::apply::resumable(root, work_at, &key);
     if resume {
-        let mut log = fs::OpenOptions::new().append(true).create(true).open(&log_path)?;
-        writeln!(log, "== resuming the build in {} (an earlier run was interrupted)", work.display())?;
+        let mut log = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&log_path)?;
+        writeln!(
+            log,
+            "== resuming the build in {} (an earlier run was interrupted)",
+            work.display()
+        )?;
         if progress.shown() {
-            eprintln!("{label}: resuming the interrupted build in {}", work.display());
+            eprintln!(
+                "{label}: resuming the interrupted build in {}",
+                work.display()
+            );
         }
     } else {
         fsops::remove_all(root, work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
@@ -305,7 +353,12 @@ fn spirv_tools(
         if t.is_dir() {
             Ok(t)
         } else {
-            Err(Error::Manifest(format!("build tool {}: the archive has no top directory `{}`", a.id, a.tree.as_deref().unwrap_or(""))).into())
+            Err(Error::Manifest(format!(
+                "build tool {}: the archive has no top directory `{}`",
+                a.id,
+                a.tree.as_deref().unwrap_or("")
+            ))
+            .into())
         }
     };
     let source = tree(tools, "src")?;
@@ -350,27 +403,39 @@ fn spirv_tools(
             _ => source.join(rel),
         };
         let data = fs::read(&src).map_err(|e| {
-            Error::Tool(format!("{label}: the build made no {} ({e}; log: {})", src.display(), log_path.display()))
+            Error::Tool(format!(
+                "{label}: the build made no {} ({e}; log: {})",
+                src.display(),
+                log_path.display()
+            ))
         })?;
         let dest = stage.join(to);
         if let Some(parent) = dest.parent() {
-            fsops::create_dirs(root, parent).map_err(|e| Error::io("cannot create", root.join(parent), e))?;
+            fsops::create_dirs(root, parent)
+                .map_err(|e| Error::io("cannot create", root.join(parent), e))?;
         }
-        let mut f = fsops::create_file(root, &dest).map_err(|e| Error::io("cannot create", root.join(&dest), e))?;
+        let mut f = fsops::create_file(root, &dest)
+            .map_err(|e| Error::io("cannot create", root.join(&dest), e))?;
         f.write_all(&data)?;
     }
-    stamp(root, &stage.to_string_lossy(), &serde_json::json!({
-        "tool": "spirv-tools", "source_sha256": tools.sha256, "headers_sha256": headers.sha256,
-    }))?;
+    stamp(
+        root,
+        &stage.to_string_lossy(),
+        &serde_json::json!({
+            "tool": "spirv-tools", "source_sha256": tools.sha256, "headers_sha256": headers.sha256,
+        }),
+    )?;
     fsops::remove_all(root, Path::new(dir)).map_err(|e| Error::io("cannot clear", &host_dir, e))?;
-    fsops::rename_into_place(root, &stage, Path::new(dir)).map_err(|e| Error::io("cannot move into place", &host_dir, e))?;
+    fsops::rename_into_place(root, &stage, Path::new(dir))
+        .map_err(|e| Error::io("cannot move into place", &host_dir, e))?;
     let _ = fsops::remove_all(root, work_at);
     Ok(())
 }
 
 fn stamp(root: &Root, dir: &str, value: &serde_json::Value) -> anyhow::Result<()> {
     let path = Path::new(dir).join(TOOL_STAMP);
-    let mut f = fsops::create_file(root, &path).map_err(|e| Error::io("cannot create", root.join(&path), e))?;
+    let mut f = fsops::create_file(root, &path)
+        .map_err(|e| Error::io("cannot create", root.join(&path), e))?;
     f.write_all(&serde_json::to_vec_pretty(value)?)?;
     f.sync_all()?;
     Ok(())

@@ -204,7 +204,10 @@ fn local_archive(args: &cli::SetupArgs) -> anyhow::Result<Option<action::LocalAr
         return Ok(None);
     };
     if args.mesa_from != cli::MesaFrom::Prebuilt {
-        return Err(Error::Usage("--mesa-archive installs a prebuilt panvk: add --mesa-from prebuilt".into()).into());
+        return Err(Error::Usage(
+            "--mesa-archive installs a prebuilt panvk: add --mesa-from prebuilt".into(),
+        )
+        .into());
     }
     let meta = std::fs::metadata(file)
         .map_err(|e| Error::BadInput(format!("--mesa-archive {}: {e}", file.display())))?;
@@ -213,7 +216,11 @@ fn local_archive(args: &cli::SetupArgs) -> anyhow::Result<Option<action::LocalAr
             "--mesa-archive {}: expected a .tar.xz of at most {} MiB, found {}",
             file.display(),
             MESA_ARCHIVE_MAX >> 20,
-            if meta.is_file() { format!("{} bytes", meta.len()) } else { "no regular file".into() }
+            if meta.is_file() {
+                format!("{} bytes", meta.len())
+            } else {
+                "no regular file".into()
+            }
         ))
         .into());
     }
@@ -230,7 +237,10 @@ fn local_archive(args: &cli::SetupArgs) -> anyhow::Result<Option<action::LocalAr
                     side.display()
                 ))
             })?;
-            text.split_whitespace().next().unwrap_or_default().to_string()
+            text.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string()
         }
     };
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {

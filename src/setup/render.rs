@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::action::{BuildToolKind, Action, Verify};
+use super::action::{Action, BuildToolKind, Verify};
 use super::plan::Plan;
 use crate::manifest::Origin;
 use crate::output::{escape_line, Style};
@@ -190,9 +190,9 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             }
             let what = match tool {
                 BuildToolKind::MesonVenv => format!("install meson {version} into a venv at {dir}"),
-                BuildToolKind::SpirvTools => format!(
-                    "build SPIRV-Tools {version} static (cmake + ninja) into {dir}"
-                ),
+                BuildToolKind::SpirvTools => {
+                    format!("build SPIRV-Tools {version} static (cmake + ninja) into {dir}")
+                }
             };
             let _ = writeln!(s, "    {what} (a build-only cache, kept for later builds)");
         }

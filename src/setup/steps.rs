@@ -8,9 +8,9 @@ use super::facts::Facts;
 use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
-    prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR, TOOL_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
-    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE, PROFILE_D_FILE, RVL_CONF,
-    RVL_OVERLAYS_CONF,
+    prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR, DTBO_DIR,
+    ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE,
+    PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF, TOOL_STAMP,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -685,7 +685,12 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
         }
         MesaSource::Prebuilt if ctx.opts.mesa_archive.is_some() => {
             let archive = ctx.opts.mesa_archive.clone().expect("checked by the guard");
-            let name = archive.file.rsplit('/').next().unwrap_or(&archive.file).to_string();
+            let name = archive
+                .file
+                .rsplit('/')
+                .next()
+                .unwrap_or(&archive.file)
+                .to_string();
             out.summary = format!(
                 "install prebuilt panvk (Mesa {}) from {} into {prefix}",
                 src.version,
@@ -803,9 +808,7 @@ fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
     ));
     let (mut minutes, mut scratch, mut kept) = (cost::MESA.0, cost::MESA.1, cost::MESA.2);
     match &resolved.meson {
-        builddeps::ToolFrom::Distro(v) => {
-            notes.push(format!("  meson {v}: the release's package"))
-        }
+        builddeps::ToolFrom::Distro(v) => notes.push(format!("  meson {v}: the release's package")),
         builddeps::ToolFrom::Pinned { release_has } => {
             let tool = build_tool(ctx.manifest, "meson")?;
             let dir = tool_dir("meson", &tool.version);
