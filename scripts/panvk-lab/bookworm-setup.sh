@@ -12,7 +12,7 @@
 #   --tarball FILE   Mesa 26.2.4's real release tarball (sha256 bce5f7fb…, 68,613,948 B): the
 #                    proof then uses the built-in manifest unchanged. Without it, the lab makes a
 #                    stand-in `mesa-26.2.4` tree: 26.2.0-rc1 (the fetch tool's mirror of
-#                    github:leegao/mesa-26.2, commit 3c34d70) plus lab-26.2.4-backports.patch (the
+#                    github:leegao/mesa-26.2, commit 3c34d70) plus mesa-rc1-26.2.4-backports.patch (the
 #                    two 26.2.4 changes rvl's series is rebased on, docs/mesa-26.2.4-rebase.md),
 #                    served on 127.0.0.1 and pinned in a lab copy of the manifest.
 #   --rvl BIN        the rvl binary to run in the root (default: target/debug/rvl, built if absent)
@@ -113,7 +113,7 @@ if want tarball || want setup; then
         if [ ! -f "$lab_tar" ]; then
             git_dir="${MESA_MIRROR:-/work/.mirror/leegao+mesa-26.2/repo}"
             [ -d "$git_dir" ] || die "no Mesa mirror at $git_dir (fetch github:leegao/mesa-26.2), or pass --tarball"
-            step "making the stand-in mesa-26.2.4 tree: 26.2.0-rc1 (3c34d70) + lab-26.2.4-backports.patch"
+            step "making the stand-in mesa-26.2.4 tree: 26.2.0-rc1 (3c34d70) + mesa-rc1-26.2.4-backports.patch"
             tmp="$LAB/dl/tree.tmp"
             rm -rf "$tmp" && mkdir -p "$tmp/mesa-26.2.4"
             lst=$(git --git-dir="$git_dir" ls-tree -r 3c34d70)
@@ -123,7 +123,7 @@ if want tarball || want setup; then
             done < <(awk -F'\t' '{ split($1, a, " "); print a[3] }' <<<"$lst" |
                 git --git-dir="$git_dir" cat-file --batch-check | awk '$2 == "missing" { print $1 }')
             git --git-dir="$git_dir" archive 3c34d70 -- . "${missing[@]}" 2>/dev/null | tar -x -C "$tmp/mesa-26.2.4"
-            patch -d "$tmp/mesa-26.2.4" -p1 <"$LAB_DIR/lab-26.2.4-backports.patch" >/dev/null
+            patch -d "$tmp/mesa-26.2.4" -p1 <"$LAB_DIR/mesa-rc1-26.2.4-backports.patch" >/dev/null
             "${LOW[@]}" tar -C "$tmp" --sort=name --owner=0 --group=0 --numeric-owner --mtime=2026-10-01 -cf - mesa-26.2.4 |
                 "${LOW[@]}" xz -1 -T1 >"$lab_tar.part"
             mv "$lab_tar.part" "$lab_tar"
