@@ -612,6 +612,23 @@ pub fn resumable(root: &Root, work_at: &Path, key: &str) -> bool {
         )
 }
 
+/// Say, in the log and on stderr, that a build goes on in the kept `work` directory.
+pub fn note_resume(log: &Path, work: &Path, label: &str, progress: Progress) -> anyhow::Result<()> {
+    let mut f = fs::OpenOptions::new().append(true).create(true).open(log)?;
+    writeln!(
+        f,
+        "== resuming the build in {} (an earlier run was interrupted)",
+        work.display()
+    )?;
+    if progress.shown() {
+        eprintln!(
+            "{label}: resuming the interrupted build in {}",
+            work.display()
+        );
+    }
+    Ok(())
+}
+
 /// Record what `work_at` is made from (after unpacking and patching, before configure).
 pub fn write_key(root: &Root, work_at: &Path, key: &str) -> anyhow::Result<()> {
     let path = work_at.join(WORK_KEY);
@@ -778,21 +795,7 @@ fn build_source(
         builder::check_tools_except(&[s.system], brought)?;
         let tree = work.join("src").join(s.tree);
         if resume {
-            let mut log = fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&log_path)?;
-            writeln!(
-                log,
-                "== resuming the build in {} (an earlier run was interrupted)",
-                work.display()
-            )?;
-            if progress.shown() {
-                eprintln!(
-                    "{label}: resuming the interrupted build in {}",
-                    work.display()
-                );
-            }
+            note_resume(&log_path, &work, &label, progress)?;
         } else {
             if progress.shown() {
                 eprintln!("{label}: unpacking {}", tarball.display());

@@ -323,21 +323,7 @@ fn spirv_tools(
     let work = root.join(work_at);
     let resume = super::apply::resumable(root, work_at, &key);
     if resume {
-        let mut log = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&log_path)?;
-        writeln!(
-            log,
-            "== resuming the build in {} (an earlier run was interrupted)",
-            work.display()
-        )?;
-        if progress.shown() {
-            eprintln!(
-                "{label}: resuming the interrupted build in {}",
-                work.display()
-            );
-        }
+        super::apply::note_resume(&log_path, &work, label, progress)?;
     } else {
         fsops::remove_all(root, work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
         fsops::create_dirs(root, work_at).map_err(|e| Error::io("cannot create", &work, e))?;

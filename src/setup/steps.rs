@@ -777,7 +777,7 @@ fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
             Ok(r) => (r, true),
             Err(why) => return Ok(Deps::Blocked(why)),
         },
-        None => match builddeps::known(&os).and_then(|k| resolve_known(k)) {
+        None => match builddeps::known(&os).and_then(resolve_known) {
             Some(r) => (r, false),
             None => {
                 return Ok(Deps::Unknown(format!(
