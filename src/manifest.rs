@@ -599,11 +599,30 @@ mod tests {
     }
 
     #[test]
+    fn the_build_tools_are_pinned_and_an_unknown_one_is_refused() {
+        let m = Manifest::parse(BUILTIN, "m.yaml").unwrap();
+        for id in BUILD_TOOL_IDS {
+            let b = m.build_tool(id).unwrap();
+            assert!(b.size > 0 && b.sha256.len() == 64, "{id}");
+            assert!(b.url.starts_with("https://"), "{id}");
+        }
+        let text = BUILTIN.replace("  - id: spirv-headers\n", "  - id: glslang\n");
+        assert_ne!(text, BUILTIN);
+        let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+        assert!(msg.contains("build tool `glslang`: unknown id"), "{msg}");
+    }
+
+    #[test]
     fn a_source_without_a_size_is_pinned_by_its_sha256_but_a_pip_one_needs_its_size() {
         let m = Manifest::parse(BUILTIN, "m.yaml").unwrap();
         let mesa = m.source("mesa").unwrap();
-        assert_eq!(mesa.size, None);
+        // Ubuntu 26.04's orig tarball gave the length (issue 25).
+        assert_eq!(mesa.size, Some(68613948));
         assert_eq!(mesa.vulkan_api.as_deref(), Some("1.4.354"));
+        let no_size = BUILTIN.replace("    size: 68613948\n", "");
+        assert_ne!(no_size, BUILTIN);
+        let m = Manifest::parse(&no_size, "m.yaml").unwrap();
+        assert_eq!(m.source("mesa").unwrap().size, None);
         let text = BUILTIN.replace("    size: 76589250\n", "");
         assert_ne!(text, BUILTIN);
         let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
