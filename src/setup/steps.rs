@@ -810,7 +810,10 @@ fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
     match &resolved.meson {
         builddeps::ToolFrom::Distro(v) => notes.push(format!("  meson {v}: the release's package")),
         builddeps::ToolFrom::Pinned { release_has } => {
-            let tool = build_tool(ctx.manifest, "meson")?;
+            let tool = match build_tool(ctx.manifest, "meson") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
             let dir = tool_dir("meson", &tool.version);
             notes.push(format!(
                 "  meson {}: pinned PyPI wheel in a venv at {dir} (the release has {}; Mesa needs >= {})",
@@ -836,8 +839,14 @@ fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
             notes.push(format!("  SPIRV-Tools {v}: the release's package"))
         }
         builddeps::ToolFrom::Pinned { release_has } => {
-            let tools = build_tool(ctx.manifest, "spirv-tools")?;
-            let headers = build_tool(ctx.manifest, "spirv-headers")?;
+            let tools = match build_tool(ctx.manifest, "spirv-tools") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
+            let headers = match build_tool(ctx.manifest, "spirv-headers") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
             let dir = tool_dir("spirv-tools", &tools.version);
             notes.push(format!(
                 "  SPIRV-Tools {} with SPIRV-Headers {}: pinned source, built static into {dir} (the release has {}; Mesa needs >= {})",
@@ -914,12 +923,11 @@ fn resolve_known(k: &builddeps::Known) -> Option<builddeps::Resolved> {
     })
 }
 
-fn build_tool<'m>(m: &'m Manifest, id: &str) -> anyhow::Result<&'m crate::manifest::BuildTool> {
+/// A pinned build tool, or why the mesa step is blocked without it (a manifest given with
+/// `--manifest` may pin none; the other steps still plan).
+fn build_tool<'m>(m: &'m Manifest, id: &str) -> Result<&'m crate::manifest::BuildTool, String> {
     m.build_tool(id).ok_or_else(|| {
-        Error::Manifest(format!(
-            "manifest: no `{id}` in build_tools, and this release needs it to build Mesa"
-        ))
-        .into()
+        format!("the manifest pins no `{id}` in build_tools, and this release's is too old to build Mesa 26")
     })
 }
 
