@@ -8,6 +8,7 @@ pub mod bench;
 pub mod bootcfg;
 pub mod builddeps;
 pub mod cli;
+pub mod clockpin;
 pub mod digest;
 pub mod doctor;
 pub mod error;
