@@ -587,6 +587,7 @@ mod tests {
                         sha256: s.clone(),
                     })
                     .collect(),
+                int_dot_matmul: None,
             }),
             stamp_error: None,
             server_executable: true,
