@@ -680,7 +680,7 @@ fn missing_pip_or_build_backend_is_named_with_its_package_before_downloading() {
         let before = snapshot(t.fx.path());
         t.setup(&["--yes"])
             .run()
-            .expect_code(exit::STEP_FAILED)
+            .expect_code(exit::PROBLEMS)
             .expect_stderr(expected)
             .expect_stderr(package);
         assert_same(&before, &snapshot(t.fx.path()));

@@ -565,7 +565,7 @@ fn a_failed_apt_get_names_the_fix_and_installs_nothing() {
         .arg("--yes")
         .env("RVL_TEST_APT_FAIL", "1")
         .run()
-        .expect_code(exit::PROBLEMS);
+        .expect_code(exit::STEP_FAILED);
     let err = out.stderr();
     assert!(err.contains("step mesa failed"), "{err}");
     assert!(
@@ -727,7 +727,7 @@ fn a_prebuilt_archive_that_does_not_match_its_sha256_or_names_another_mesa_insta
         let out = prebuilt(&fx, &p, &file)
             .args(&["--yes", "--mesa-sha256", &sha256_hex(&data)])
             .run()
-            .expect_code(exit::PROBLEMS);
+            .expect_code(exit::STEP_FAILED);
         let err = out.stderr();
         assert!(err.contains("step mesa failed"), "{err}");
         assert!(
