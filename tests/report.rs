@@ -334,6 +334,19 @@ fn sizes(archive: &Path) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// `rvl report --no-vulkan FLAGS -o PARENT/FILE` on the fixture, exit 0: the archive and the output.
+fn report_ok(fx: &Fixture, file: &str, flags: &[&str]) -> (std::path::PathBuf, common::Output) {
+    let path = fx.parent().join(file);
+    let out = rvl(&["report", "--no-vulkan"])
+        .args(flags)
+        .arg("-o")
+        .arg(&path)
+        .root(fx)
+        .run()
+        .expect_code(exit::OK);
+    (path, out)
+}
+
 /// A file of `len` bytes that takes no disk (a sparse file reads as one line of NULs).
 fn sparse(fx: &Fixture, rel: &str, len: u64) {
     fx.write(rel, b"");
@@ -370,12 +383,7 @@ fn huge_one_line_logs_and_a_flood_of_icd_files_stay_within_the_budget_and_are_li
             1 << 20,
         );
     }
-    let out_file = fx.parent().join("bug.tar.gz");
-    let out = rvl(&["report", "--no-vulkan", "--json", "-o"])
-        .arg(&out_file)
-        .root(&fx)
-        .run()
-        .expect_code(exit::OK);
+    let (out_file, out) = report_ok(&fx, "bug.tar.gz", &["--json"]);
     let doc: serde_json::Value = serde_json::from_str(out.stdout()).unwrap();
 
     let sizes = sizes(&out_file);
@@ -442,18 +450,8 @@ fn a_host_name_that_is_the_boards_device_tree_word_leaves_the_diagnosis_intact()
         "var/log/kern.log",
         "Dec  2 10:00:01 rock-5-itx kernel: panthor fb000000.gpu: [drm] mali-g610 id 0xa867\n",
     );
-    let filtered = fx.parent().join("filtered.tar.gz");
-    rvl(&["report", "--no-vulkan", "-o"])
-        .arg(&filtered)
-        .root(&fx)
-        .run()
-        .expect_code(exit::OK);
-    let full = fx.parent().join("full.tar.gz");
-    rvl(&["report", "--no-vulkan", "--full", "-o"])
-        .arg(&full)
-        .root(&fx)
-        .run()
-        .expect_code(exit::OK);
+    let (filtered, _) = report_ok(&fx, "filtered.tar.gz", &[]);
+    let (full, _) = report_ok(&fx, "full.tar.gz", &["--full"]);
     let (filtered, full) = (unpack(&filtered), unpack(&full));
     for doc in ["doctor.json", "status.json"] {
         let name = format!("rvl-report/{doc}");
@@ -501,18 +499,8 @@ fn host_names_in_file_names_tokens_in_logs_and_dotted_macs_are_filtered() {
         "var/log/kern.log",
         "Dec  2 10:00:01 secretboard kernel: panthor fb000000.gpu: mac 6a1f.0eaa.b307 up\n",
     );
-    let out_file = fx.parent().join("bug.tar.gz");
-    let out = rvl(&["report", "--no-vulkan", "-o"])
-        .arg(&out_file)
-        .root(&fx)
-        .run()
-        .expect_code(exit::OK);
-    let json_file = fx.parent().join("bug2.tar.gz");
-    let json = rvl(&["report", "--no-vulkan", "--json", "-o"])
-        .arg(&json_file)
-        .root(&fx)
-        .run()
-        .expect_code(exit::OK);
+    let (out_file, out) = report_ok(&fx, "bug.tar.gz", &[]);
+    let (_, json) = report_ok(&fx, "bug2.tar.gz", &["--json"]);
     for listing in [out.stdout(), json.stdout()] {
         assert!(!listing.contains("secretboard"), "{listing}");
     }
