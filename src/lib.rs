@@ -15,6 +15,7 @@ pub mod fetch;
 pub mod firmware;
 pub mod generate;
 pub mod gguf;
+pub mod hint;
 pub mod host;
 pub mod icd;
 pub mod inventory;

@@ -71,10 +71,12 @@ pub fn plan(
     model: &str,
     extra: &[String],
     measured: Option<&Measured>,
+    hint: &crate::hint::Invocation,
 ) -> anyhow::Result<ServeOutcome> {
+    let reinstall = hint.setup("--only llama-cpp");
     let Some(inst) = llama::newest(&inv.llama) else {
         return Err(Error::Refused(format!(
-            "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: sudo rvl setup --only llama-cpp",
+            "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: {reinstall}",
             llama::PREFIX_PARENT,
             llama::PREFIX_NAME,
             crate::setup::paths::BUILD_STAMP
@@ -83,9 +85,9 @@ pub fn plan(
     };
     if !inst.server_executable {
         return Err(Error::Refused(format!(
-            "{} is missing or not executable; fix: sudo rm -rf {} && sudo rvl setup --only llama-cpp",
+            "{} is missing or not executable; fix: {} && {reinstall}",
             inst.server(),
-            quote(&inst.prefix)
+            hint.remove_tree(&inst.prefix)
         ))
         .into());
     }
@@ -155,6 +157,13 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = Manifest::builtin();
     let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let hint = root
+        .invocation(
+            args.system.board.as_deref(),
+            args.system.profiles.as_deref(),
+            None,
+        )
+        .with_board(chosen.map(|(p, _)| p.id.as_str()));
     let env = host::env::for_root(&root, &settings.env);
     let inv = host::gather(
         &root,
@@ -174,6 +183,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         source: chosen.map(|(_, s)| s),
         manifest: &manifest,
         no_vulkan: false,
+        hint: hint.clone(),
     };
     let failing = blocking_failures(&ctx);
     if !failing.is_empty() {
@@ -186,7 +196,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     let model = args.model.to_string_lossy();
     let measured = llama::newest(&inv.llama)
         .and_then(|i| measured(&root, &settings.env, &args.model, &i.prefix));
-    let out = plan(&inv, &model, &args.extra, measured.as_ref())?;
+    let out = plan(&inv, &model, &args.extra, measured.as_ref(), &hint)?;
     if let (Some(m), false) = (&measured, args.json) {
         // Stdout is the command alone (for a unit file); where its ubatch came from goes here.
         eprintln!(

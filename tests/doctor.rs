@@ -15,11 +15,23 @@ fn doctor(root: impl AsRef<Path>) -> Rvl {
 }
 
 /// The same on a checked-in fixture root, with the stub manifest: it makes the fixtures' 24-byte
-/// firmware stubs "known releases".
+/// firmware stubs "known releases". Both are named relative to the checkout, as a person would
+/// type them there, so the fixes (which repeat `--root` and `--manifest`) read the same in
+/// every checkout and in the snapshots.
 fn doctor_on(name: &str) -> Rvl {
-    doctor(fixture_dir(name))
-        .arg("--manifest")
-        .arg(fixture_file("stub-manifest.yaml"))
+    assert!(fixture_dir(name).is_dir());
+    rvl(&["doctor", "--no-vulkan", "--json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .root(format!("tests/fixtures/roots/{name}"))
+        .args(&["--manifest", "tests/fixtures/stub-manifest.yaml"])
+}
+
+/// `rvl setup … --root R --board B --manifest M --only STEPS` as doctor names it for the
+/// checked-in root `name` (a tree the user owns: no sudo).
+fn setup_fix(name: &str, board: &str, steps: &str) -> String {
+    format!(
+        "rvl setup --root tests/fixtures/roots/{name} --board {board} --manifest tests/fixtures/stub-manifest.yaml --only {steps}"
+    )
 }
 
 /// Run, check the exit status, return the JSON document.
@@ -168,7 +180,7 @@ const SCENARIOS: &[Scenario] = &[
             (
                 "llama-cpp",
                 "fix",
-                &["sudo rvl setup --board boltzmann --only llama-cpp"],
+                &["rvl setup --root tests/fixtures/roots/boltzmann-mainline --board boltzmann --manifest tests/fixtures/stub-manifest.yaml --only llama-cpp"],
             ),
         ],
     },
@@ -227,7 +239,7 @@ const SCENARIOS: &[Scenario] = &[
                 "kernel",
                 "fix",
                 &[
-                    "sudo rvl setup --board boltzmann --only kernel",
+                    "rvl setup --root tests/fixtures/roots/boltzmann-vendor-kbase --board boltzmann --manifest tests/fixtures/stub-manifest.yaml --only kernel",
                     "boots 7.0.0-rc3-marfrit-A1",
                 ],
             ),
@@ -249,7 +261,7 @@ const SCENARIOS: &[Scenario] = &[
             (
                 "gpu-driver",
                 "fix",
-                &["sudo rvl setup --board ampere --only gpu-overlay"],
+                &["rvl setup --root tests/fixtures/roots/ampere-gpu-disabled --board ampere --manifest tests/fixtures/stub-manifest.yaml --only gpu-overlay"],
             ),
         ],
     },
@@ -473,9 +485,9 @@ fn human_output_is_short_plain_and_has_fixes() {
     );
     assert!(lines.iter().any(|l| l.starts_with("✓ board")), "{text}");
     assert!(
-        lines.iter().any(|l| l
-            .trim_start()
-            .starts_with("fix: add the rockchip-rk3588-panthor-gpu.dtbo")),
+        lines.iter().any(|l| l.trim_start().starts_with(
+            "fix: on the board that boots this image: add the rockchip-rk3588-panthor-gpu.dtbo"
+        )),
         "{text}"
     );
     assert!(
@@ -731,7 +743,8 @@ fn boot_default_reboot_pending_and_u_boot_menu_drift() {
     let doc = boot_default(&fx);
     expect_check(&doc, "boot-default", "warn", "reboot");
     let c = check(&doc, "boot-default");
-    assert_eq!(c["fix"], "sudo reboot");
+    // For an image, the reboot is the board's: pasted here it would restart this machine.
+    assert_eq!(c["fix"], "on the board that boots this image: sudo reboot");
     // …and u-boot-menu would write l1 back on the next kernel install.
     says(&c["evidence"].to_string(), &["U_BOOT_DEFAULT=l1"]);
 
@@ -806,7 +819,9 @@ fn armbian_vendor_layout_gets_the_armbian_env_fix() {
         .stdout_json();
     let f = fix(&doc, "gpu-driver");
     assert!(
-        f.starts_with("add panthor-gpu to overlays= in /boot/armbianEnv.txt"),
+        f.starts_with(
+            "on the board that boots this image: add panthor-gpu to overlays= in /boot/armbianEnv.txt"
+        ),
         "{f}"
     );
 }
@@ -1034,8 +1049,10 @@ fn llama_cpp_warns_when_only_a_stock_llama_server_is_on_the_system() {
     );
     says(
         c["fix"].as_str().unwrap(),
-        &["sudo rvl setup", "--only llama-cpp"],
+        &["rvl setup --root ", "--only llama-cpp"],
     );
+    // A tree the user owns needs no sudo; and the fix changes that tree, not this machine.
+    assert!(!c["fix"].as_str().unwrap().contains("sudo"), "{c:#}");
 }
 
 #[test]
@@ -1069,7 +1086,7 @@ fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
     );
     says(
         c["fix"].as_str().unwrap(),
-        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+        &["rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
     );
 }
 

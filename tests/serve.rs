@@ -123,10 +123,12 @@ fn a_missing_prefix_is_refused_with_the_setup_fix() {
     let fx = ready_root();
     let out = serve(&fx, &[]).run().expect_code(exit::PROBLEMS);
     assert!(out.stdout().is_empty(), "{out}");
-    for needle in [
-        "rvl's llama.cpp is not installed",
-        "sudo rvl setup --only llama-cpp",
-    ] {
+    // The fix installs into the tree serve looked at (owned by the user: no sudo).
+    let fix = format!(
+        "fix: rvl setup --root {} --board boltzmann --only llama-cpp",
+        fx.path().display()
+    );
+    for needle in ["rvl's llama.cpp is not installed", fix.as_str()] {
         assert!(out.stderr().contains(needle), "{needle:?}: {out}");
     }
     let doc = serve(&fx, &[])

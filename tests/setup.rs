@@ -619,7 +619,11 @@ fn gpu_overlay_on_a_vendor_dt_that_gives_kbase_the_gpu_is_blocked_not_nothing_to
     assert!(!out.stdout().contains("nothing to do"), "{}", out.stdout());
     out.expect_code(exit::BLOCKED)
         .expect_stdout("✗ gpu-overlay blocked: kbase owns the GPU")
-        .expect_stdout("sudo rvl setup --board boltzmann --only kernel");
+        .expect_stdout(&format!(
+            "rvl setup --root {} --board boltzmann --manifest {} --only kernel",
+            fx.path().display(),
+            a.manifest.display()
+        ));
 }
 
 #[test]

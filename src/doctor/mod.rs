@@ -63,6 +63,11 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
         source,
         manifest: &manifest,
         no_vulkan: args.no_vulkan,
+        hint: root.invocation(
+            args.system.board.as_deref(),
+            args.system.profiles.as_deref(),
+            args.manifest.as_deref(),
+        ),
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
     let code = exit_code(&findings, args.strict);

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::hint::Invocation;
 use crate::manifest::{BuildSystem, Origin};
 
 /// Where panvk comes from (the CLI's `--mesa-from`, converted at the edge).
@@ -20,6 +21,8 @@ pub struct Options {
     /// Steps to plan (empty: all).
     pub only: Vec<String>,
     pub mesa_from: MesaSource,
+    /// How setup was pointed at the system: the commands a blocked step's fix names repeat it.
+    pub hint: Invocation,
 }
 
 impl Options {

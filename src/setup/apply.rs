@@ -139,6 +139,8 @@ pub struct Outcome {
 #[derive(Debug, Clone, Default)]
 pub struct Tools {
     pub stand_ins: Option<PathBuf>,
+    /// How setup was pointed at the system, for the commands an error names.
+    pub hint: crate::hint::Invocation,
 }
 
 /// Run every step of `plan` in one transaction.
@@ -174,7 +176,7 @@ pub fn apply(
                         "step {} failed: {err:#}\nEverything this run changed was put back (transaction {id}).",
                         step.step
                     )).into()),
-                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err:#}\nand undoing it failed too: {undo:#}\n`rvl setup --status` shows what is left", step.step)).into()),
+                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err:#}\nand undoing it failed too: {undo:#}\n`{}` shows what is left", step.step, tools.hint.read_only("setup", "--status", false))).into()),
             };
         }
         fault::step_done(&step.step);
@@ -353,19 +355,9 @@ pub fn how_to_run(root: &Root, tool: &str, tools: &Tools) -> anyhow::Result<Tool
 
 /// `tool args`, each word shell-quoted when it needs it (for the command a person runs).
 fn shell_line(tool: &str, args: &[String]) -> String {
-    let quote = |w: &str| {
-        if !w.is_empty()
-            && w.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:+,@".contains(&b))
-        {
-            w.to_string()
-        } else {
-            format!("'{}'", w.replace('\'', "'\\''"))
-        }
-    };
     std::iter::once(tool)
         .chain(args.iter().map(String::as_str))
-        .map(quote)
+        .map(crate::shell::quote)
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -698,6 +690,7 @@ mod tests {
         fs::set_permissions(&stand_in, fs::Permissions::from_mode(0o755)).unwrap();
         let tools = Tools {
             stand_ins: Some(bin.path().to_path_buf()),
+            hint: Default::default(),
         };
         let err = run_tool(&root, "u-boot-update", &[], &tools)
             .unwrap_err()

@@ -26,8 +26,6 @@ pub mod rollback;
 pub mod steps;
 pub mod target;
 
-use std::os::unix::fs::MetadataExt;
-
 use crate::bootcfg::armbian::ARMBIAN_ENV;
 use crate::bootcfg::ubootmenu::EXTLINUX_CONF;
 use crate::error::Error;
@@ -45,7 +43,7 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
     fault::configure(settings.vars.fault.as_deref());
     let root = Root::open_dir(&args.system.root)?;
     if args.status {
-        return status(&root);
+        return status(&root, hint(&root, args));
     }
     if args.rollback {
         return rollback(&root, args);
@@ -56,6 +54,15 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
     } else {
         run.apply()
     }
+}
+
+/// How setup was pointed at the system, for the commands its output suggests.
+fn hint(root: &Root, args: &cli::SetupArgs) -> crate::hint::Invocation {
+    root.invocation(
+        args.system.board.as_deref(),
+        args.system.profiles.as_deref(),
+        args.manifest.as_deref(),
+    )
 }
 
 /// A planning run: what it knows before it reads the system, and how it plans from it.
@@ -81,7 +88,9 @@ impl<'a> Run<'a> {
         let profiles = Profiles::load(args.system.profiles.as_deref())?;
         let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
         let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+        let hint = hint(&root, args).with_board(Some(&target.board));
         let opts = action::Options {
+            hint: hint.clone(),
             only: args.only.clone(),
             mesa_from: match args.mesa_from {
                 cli::MesaFrom::Source => action::MesaSource::Source,
@@ -93,7 +102,7 @@ impl<'a> Run<'a> {
         Ok(Run {
             args,
             settings,
-            place: Place::of(&root),
+            place: Place::of(&root, hint),
             root,
             target,
             manifest,
@@ -169,6 +178,7 @@ impl<'a> Run<'a> {
         let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
         let tools = apply::Tools {
             stand_ins: self.settings.vars.root_tools.clone(),
+            hint: self.opts.hint.clone(),
         };
         let done = apply::apply(
             &self.root,
@@ -273,12 +283,7 @@ fn fetch_options(vars: &RvlVars) -> fetch::Options {
 
 /// Changing the system needs root, unless `--root` is a tree the user owns.
 fn require_write_access(root: &Root) -> anyhow::Result<()> {
-    if fsops::is_root() {
-        return Ok(());
-    }
-    let uid = rustix::process::geteuid().as_raw();
-    let owned = !root.is_live() && std::fs::metadata(root.base()).is_ok_and(|m| m.uid() == uid);
-    if owned {
+    if !root.needs_root_to_change() {
         Ok(())
     } else {
         Err(Error::NeedsRoot(
@@ -313,12 +318,13 @@ fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
 /// `--rollback`: undo the applied runs (all, or `--run ID`), newest first; `--dry-run` only
 /// says what that would do.
 fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> {
+    let place = Place::of(root, hint(root, args));
     let opts = rollback::Options {
         force: args.force,
         run: args.run.clone(),
         dry_run: args.dry_run,
+        hint: place.hint.clone(),
     };
-    let place = Place::of(root);
     if opts.dry_run {
         let pending = journal::StateDir::new(root).load_journal()?;
         let runs = journal::rollback(root, &opts)?;
@@ -345,13 +351,13 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
 }
 
 /// `--status`: the runs setup applied or rolled back, and any interrupted run.
-fn status(root: &Root) -> anyhow::Result<SetupOutcome> {
+fn status(root: &Root, hint: crate::hint::Invocation) -> anyhow::Result<SetupOutcome> {
     let dir = journal::StateDir::new(root);
     let st = dir.load_state()?;
     Ok(SetupOutcome::Status(StatusReport {
         applied: st.transactions,
         rolled_back: st.rolled_back,
         interrupted: dir.load_journal()?,
-        place: Place::of(root),
+        place: Place::of(root, hint),
     }))
 }

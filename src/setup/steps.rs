@@ -171,7 +171,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
     // A missing kernel blocks this step only: the rest of the plan does not need it.
     let Some(release) = facts.target_kernel(ctx.target) else {
-        let (why, fix) = ctx.target.kernel_blocked();
+        let (why, fix) = ctx.target.kernel_blocked(&ctx.opts.hint);
         return Ok(Planned::blocked(why, fix));
     };
     let current = default_release(facts);
@@ -268,12 +268,12 @@ pub const KBASE_DEVICE: &str = "/dev/mali0";
 fn boot_mainline_fix(ctx: &Ctx) -> String {
     match ctx.facts.target_kernel(ctx.target) {
         Some(release) => format!(
-            "boot the mainline kernel instead: sudo rvl setup --board {} --only kernel (boots {release})",
-            ctx.target.board
+            "boot the mainline kernel instead: {} (boots {release})",
+            ctx.opts.hint.setup("--only kernel")
         ),
         None => format!(
             "{}; it boots the mainline kernel, where panthor drives the GPU",
-            ctx.target.kernel_blocked().1
+            ctx.target.kernel_blocked(&ctx.opts.hint).1
         ),
     }
 }
@@ -649,7 +649,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             {
                 return Ok(Planned::blocked(
                     why,
-                    "upgrade the board to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run rvl setup again; rvl setup --mesa-from prebuilt installs a build made elsewhere once the manifest lists one",
+                    "upgrade the board to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run setup again (`--mesa-from prebuilt` installs a build made elsewhere once the manifest lists one)",
                 ));
             }
             let patches = patch_names(ctx, "mesa");

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::bootcfg::kver::compare_releases;
 use crate::error::Error;
+use crate::hint::Invocation;
 use crate::host;
 use crate::profile::{Profile, Profiles};
 
@@ -56,11 +57,14 @@ impl Target {
     }
 
     /// Why the kernel step is blocked on a board that lacks that kernel, and what to install.
-    pub fn kernel_blocked(&self) -> (String, String) {
+    pub fn kernel_blocked(&self, hint: &Invocation) -> (String, String) {
         match (&self.mainline_release, &self.mainline_package) {
             (Some(r), Some(p)) => (
                 format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
-                format!("sudo apt install {p}, then run setup again"),
+                format!(
+                    "{}, then run setup again",
+                    hint.on_board(&format!("sudo apt install {p}"))
+                ),
             ),
             (Some(r), None) => (
                 format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
@@ -169,7 +173,7 @@ mod tests {
 
     #[test]
     fn advice_names_the_package_when_known() {
-        let (why, fix) = target("boltzmann").kernel_blocked();
+        let (why, fix) = target("boltzmann").kernel_blocked(&Invocation::live(true));
         assert!(
             why.contains("7.0.0-rc3-marfrit-A1 is not installed"),
             "{why}"
@@ -179,7 +183,7 @@ mod tests {
             "{fix}"
         );
         assert!(target("ampere")
-            .kernel_blocked()
+            .kernel_blocked(&Invocation::live(true))
             .0
             .contains("6.10 or newer"));
     }

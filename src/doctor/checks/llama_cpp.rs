@@ -7,7 +7,6 @@
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
 use crate::llama::{self, Tiles};
-use crate::shell::quote;
 
 const ID: &str = "llama-cpp";
 
@@ -75,8 +74,8 @@ pub fn check(ctx: &Context) -> Finding {
     );
     // A stamp says "complete": a missing binary is damage setup will not repair on its own.
     let rebuild = format!(
-        "sudo rm -rf {} && {}",
-        quote(&inst.prefix),
+        "{} && {}",
+        ctx.hint.remove_tree(&inst.prefix),
         ctx.setup("llama-cpp")
     );
     if !missing.is_empty() {

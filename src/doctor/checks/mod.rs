@@ -102,6 +102,7 @@ fn with_boltzmann<R>(inv: &crate::inventory::Inventory, f: impl FnOnce(&Context)
         source: None,
         manifest: &manifest,
         no_vulkan: true,
+        hint: crate::hint::Invocation::live(true),
     })
 }
 
@@ -163,6 +164,7 @@ mod tests {
             source: None,
             manifest: &manifest,
             no_vulkan,
+            hint: crate::hint::Invocation::live(true),
         };
         (by_id(id).unwrap().run)(&ctx)
     }
