@@ -88,8 +88,14 @@ pub struct SystemArgs {
     #[arg(long, value_name = "DIR")]
     pub profiles: Option<PathBuf>,
 
-    /// Use this board profile instead of detecting the board from the device tree
-    #[arg(long, value_name = "NAME")]
+    /// Use this board profile instead of detecting the board from the device tree: a profile
+    /// id (boltzmann), a product name (rock-5-itx, genbook) or a DT compatible (radxa,rock-5-itx)
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_parser = crate::profile::BoardNames,
+        hide_possible_values = true
+    )]
     pub board: Option<String>,
 }
 
