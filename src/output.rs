@@ -167,6 +167,17 @@ pub fn indented_tail(text: &str, n: usize) -> String {
         .join("\n")
 }
 
+/// ", did you mean `X`?" for the known word closest to a mistyped one (Jaro-Winkler above 0.8,
+/// as clap and `--board` use), or "" when none is close enough to help.
+pub fn did_you_mean<'a>(typed: &str, known: impl Iterator<Item = &'a str>) -> String {
+    known
+        .map(|k| (strsim::jaro_winkler(typed, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!(", did you mean `{k}`?"))
+        .unwrap_or_default()
+}
+
 /// `n` and the noun, plural unless `n` is 1: "1 command buffer", "3 command buffers",
 /// "2 dispatches". Regular English plurals only; rvl's nouns need no more.
 pub fn count(n: usize, noun: &str) -> String {

@@ -64,3 +64,18 @@ fn a_mistyped_board_gets_the_same_suggestion_from_doctor_and_setup() {
         "doctor and setup word it differently"
     );
 }
+
+#[test]
+fn a_mistyped_step_or_check_gets_did_you_mean() {
+    let root = common::fixture_dir("boltzmann-mainline");
+    rvl(&["setup", "--dry-run", "--only", "kernal"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown step `kernal`, did you mean `kernel`?");
+    rvl(&["doctor", "--only", "firmwar"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown check `firmwar`, did you mean `firmware`?");
+}

@@ -1196,5 +1196,9 @@ fn vulkan_icd_names_the_release_that_blocks_the_mesa_step_instead_of_a_command_s
         "{blocked}"
     );
     assert!(blocked.contains("upgrade the image"), "{blocked}");
+    assert!(
+        !blocked.contains("rvl setup"),
+        "setup would refuse it: {blocked}"
+    );
     assert_eq!(doc["inventory"]["os"]["version_id"], "11", "{doc:#}");
 }

@@ -360,9 +360,9 @@ fn status_lists_what_was_applied() {
 #[test]
 fn unknown_board_and_unknown_step_are_clear_errors() {
     let b = Board::new("boltzmann-extlinux");
-    b.run(&["--board", "rock5b", "--dry-run"])
+    b.run(&["--board", "rock5x", "--dry-run"])
         .expect_code(exit::USAGE)
-        .expect_stderr("no board profile `rock5b`");
+        .expect_stderr("no board profile `rock5x`");
     b.run(&["--board", "boltzmann", "--only", "kernal", "--dry-run"])
         .expect_code(exit::USAGE)
         .expect_stderr("unknown step `kernal`");
@@ -426,28 +426,38 @@ fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
 #[test]
 fn refusals_that_a_plan_cannot_get_past_are_named() {
     // (what the test removes from the root, the --only and --mesa-from flags, what stderr says)
-    let cases: [(Option<&str>, &[&str], &str); 2] = [
-        // The manifest has no prebuilt Mesa.
-        (
-            None,
-            &["--only", "mesa", "--mesa-from", "prebuilt"],
-            "no prebuilt Mesa 26.1.6 for aarch64",
-        ),
-        // The ICD alone needs panvk installed first.
-        (None, &["--only", "icd"], "run the mesa step first"),
-    ];
-    for (remove, only, says) in cases {
-        let b = Board::new("boltzmann-extlinux");
-        if let Some(p) = remove {
-            b.fx.remove(p);
-        }
-        setup(&b.fx, &b.a.manifest)
-            .args(&["--board", "boltzmann", "--dry-run"])
-            .args(only)
-            .run()
-            .expect_code(exit::UNSUPPORTED)
-            .expect_stderr(says);
-    }
+    // The manifest has no prebuilt Mesa: the flag asks for what is not there (usage, not an
+    // unsupported board), and the error names the command that builds it instead.
+    let b = Board::new("boltzmann-extlinux");
+    setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--dry-run"])
+        .args(&["--only", "mesa", "--mesa-from", "prebuilt"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("no prebuilt Mesa 26.1.6 for aarch64")
+        .expect_stderr(&format!(
+            "rvl setup --root {} --board boltzmann --manifest {} --only mesa,icd",
+            b.fx.path().display(),
+            b.a.manifest.display()
+        ));
+}
+
+#[test]
+fn a_step_left_out_by_only_blocks_the_step_that_needs_it_with_the_command_for_both() {
+    // The ICD alone needs panvk installed first: a step-order block (exit 11, the rest of the
+    // plan runs), never "unsupported board" (exit 5).
+    let b = Board::new("boltzmann-extlinux");
+    setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--dry-run", "--only", "firmware,icd"])
+        .run()
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("firmware — install the G610 CSF firmware")
+        .expect_stdout("✗ icd blocked: step order: the icd step registers the panvk the mesa step builds")
+        .expect_stdout(&format!(
+            "fix: run both, mesa first: rvl setup --root {} --board boltzmann --manifest {} --only mesa,icd",
+            b.fx.path().display(),
+            b.a.manifest.display()
+        ));
 }
 
 #[test]
@@ -732,7 +742,9 @@ fn icd_without_panvk_installed_or_planned_is_blocked_with_the_step_order() {
     let out = b
         .run(&["--board", "boltzmann", "--only", "kernel,icd", "--yes"])
         .expect_code(exit::BLOCKED)
-        .expect_stdout("✗ icd blocked: panvk is not installed")
+        .expect_stdout(
+            "✗ icd blocked: step order: the icd step registers the panvk the mesa step builds",
+        )
         .expect_stdout("--only mesa,icd");
     // The kernel step still ran; icd wrote nothing.
     assert!(out.stdout().contains("(kernel)"), "{}", out.stdout());
@@ -742,4 +754,34 @@ fn icd_without_panvk_installed_or_planned_is_blocked_with_the_step_order() {
     assert!(roots::changed(&before, &snapshot(b.root()))
         .iter()
         .all(|p| !p.contains("vulkan")));
+}
+
+#[test]
+fn setup_refuses_a_machine_that_is_not_a_board_even_with_board() {
+    // This test runs on the machine itself (no --root): a PC in CI and here.
+    if std::env::consts::ARCH == "aarch64" && Path::new("/proc/device-tree").is_dir() {
+        eprintln!("SKIPPED: this machine is an aarch64 board with a device tree");
+        return;
+    }
+    for args in [&["--board", "boltzmann", "--dry-run"][..], &["--dry-run"]] {
+        let out = rvl(&["setup"])
+            .args(args)
+            .run()
+            .expect_code(exit::UNSUPPORTED);
+        let why = out.stderr();
+        assert!(why.contains("not an RK3588 board"), "{why}");
+        assert!(
+            why.contains("--root"),
+            "names the way to plan an image: {why}"
+        );
+        assert!(
+            out.stdout().is_empty(),
+            "no plan for this machine: {}",
+            out.stdout()
+        );
+    }
+    // An image of a board is planned from any machine.
+    let b = Board::new("boltzmann-extlinux");
+    b.run(&["--board", "boltzmann", "--only", "firmware", "--dry-run"])
+        .expect_code(exit::OK);
 }

@@ -58,13 +58,32 @@ impl Context<'_> {
 
     /// The fix for a missing or stale panvk: setup's mesa and icd steps, or, where the mesa
     /// step is blocked, why and what unblocks it.
+    /// Names no command while the mesa step is blocked: setup would refuse it, and after the
+    /// upgrade doctor names the command itself.
     pub fn setup_panvk(&self) -> String {
         match self.mesa_blocked() {
             Some(why) => format!(
-                "{why}; upgrade the image to a release that can, then run {}",
-                self.setup("mesa,icd")
+                "{why}; upgrade the image to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run rvl doctor again for the setup step"
             ),
             None => self.setup("mesa,icd"),
+        }
+    }
+
+    /// The fix that makes rvl's panvk the one ICD the loader uses: setup's icd step when the
+    /// pinned panvk is installed (it only writes the ICD and `VK_DRIVER_FILES`), else the
+    /// mesa step too, which the icd step needs.
+    pub fn setup_icd(&self) -> String {
+        let installed = crate::setup::steps::mesa_prefix(self.manifest).is_some_and(|prefix| {
+            self.inv
+                .mesa
+                .installs
+                .iter()
+                .any(|i| i.prefix == prefix && i.stamp.is_some())
+        });
+        if installed {
+            self.setup("icd")
+        } else {
+            self.setup_panvk()
         }
     }
 

@@ -82,7 +82,8 @@ fn select_checks(only: &[String]) -> anyhow::Result<Vec<&'static checks::Check>>
         if checks::by_id(id.trim()).is_none() {
             let known: Vec<_> = checks::ALL.iter().map(|c| c.id).collect();
             return Err(Error::Usage(format!(
-                "--only: unknown check {id:?} (known: {})",
+                "--only: unknown check `{id}`{} (known: {})",
+                crate::output::did_you_mean(id.trim(), known.iter().copied()),
                 known.join(", ")
             ))
             .into());

@@ -85,6 +85,7 @@ impl<'a> Run<'a> {
         root: Root,
     ) -> anyhow::Result<Self> {
         plan::check_only(&args.only)?;
+        target::check_machine(&root, args.system.board.as_deref())?;
         let profiles = Profiles::load(args.system.profiles.as_deref())?;
         let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
         let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;

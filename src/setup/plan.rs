@@ -78,7 +78,8 @@ pub fn check_only(only: &[String]) -> anyhow::Result<()> {
     for s in only {
         if !STEP_NAMES.contains(&s.as_str()) {
             return Err(Error::Usage(format!(
-                "--only: unknown step `{s}` (steps: {})",
+                "--only: unknown step `{s}`{} (steps: {})",
+                crate::output::did_you_mean(s, STEP_NAMES.iter().copied()),
                 STEP_NAMES.join(", ")
             ))
             .into());
@@ -177,6 +178,9 @@ mod tests {
     fn unknown_only_step_is_a_usage_error() {
         let err = check_only(&["kernel".into(), "kernal".into()]).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::USAGE);
-        assert!(err.to_string().contains("`kernal`"));
+        assert!(
+            err.to_string().contains("`kernal`, did you mean `kernel`?"),
+            "{err}"
+        );
     }
 }

@@ -671,9 +671,12 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
-                return Err(Error::Unsupported(format!(
-                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
-                    src.version
+                // The flag asks for what the manifest does not have: a usage error, not a
+                // board this action does not support.
+                return Err(Error::Usage(format!(
+                    "--mesa-from prebuilt: the manifest pins no prebuilt Mesa {} for aarch64; build it from source instead: {}",
+                    src.version,
+                    ctx.opts.hint.setup("--only mesa,icd")
                 ))
                 .into());
             };
@@ -739,9 +742,12 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     if !installed && !ctx.opts.wants("mesa") {
         return Ok(Planned::blocked(
             format!(
-                "panvk is not installed in {prefix}, and the mesa step that builds it comes first"
+                "step order: the icd step registers the panvk the mesa step builds, and panvk is not installed in {prefix}; --only leaves the mesa step out"
             ),
-            "add the mesa step: --only mesa,icd (or drop --only)",
+            format!(
+                "run both, mesa first: {}",
+                ctx.opts.hint.setup("--only mesa,icd")
+            ),
         ));
     }
     let f = ctx.facts;
