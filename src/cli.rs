@@ -185,6 +185,11 @@ pub struct SetupArgs {
     /// Show what setup has applied and whether a run was interrupted
     #[arg(long)]
     pub status: bool,
+
+    /// The user the access step adds to the render group [default: the user behind sudo; in
+    /// an image (--root), its only login user]
+    #[arg(long, value_name = "NAME", value_parser = crate::validate::user_name_parser)]
+    pub user: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -55,6 +55,28 @@ pub fn file_name(s: &str) -> Result<(), String> {
     }
 }
 
+/// A login name as `useradd` takes it (letters, digits, `_`, `-`, `.`, not starting with `-`):
+/// it is written into /etc/group and printed in commands.
+pub fn user_name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 32
+        && !s.starts_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a login name ([0-9A-Za-z._-], at most 32, not starting with -), got {s:?}"
+        ))
+    }
+}
+
+/// [`user_name`] for clap.
+pub fn user_name_parser(s: &str) -> Result<String, String> {
+    user_name(s).map(|()| s.to_string())
+}
+
 /// Free text that may reach a config file or the terminal: no newline, no other control byte
 /// (a `\n` would start a new line of `armbianEnv.txt`).
 pub fn control_free(s: &str) -> Result<(), String> {

@@ -263,10 +263,10 @@ fn setup_documents_follow_the_schema() {
     let status = run(&["--status", "--json"]);
     assert_eq!(status["mode"], "status");
     assert_eq!(status["applied"].as_array().unwrap().len(), 1);
-    let planned = run(&["--rollback", "--dry-run", "--json"]);
+    let planned = run(&["--rollback", "--yes", "--dry-run", "--json"]);
     assert_eq!(planned["dry_run"], true);
     assert_eq!(planned["runs"][0]["paths"][0]["action"], "restore");
-    let rolled = run(&["--rollback", "--json"]);
+    let rolled = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(rolled["mode"], "rollback");
     let status = run(&["--status", "--json"]);
     assert_eq!(status["rolled_back"].as_array().unwrap().len(), 1);
@@ -276,9 +276,9 @@ fn setup_documents_follow_the_schema() {
     let mut text = std::fs::read_to_string(&ext).unwrap();
     text.push_str("label mine\n\tlinux /boot/vmlinuz-mine\n");
     std::fs::write(&ext, text).unwrap();
-    let dep = run(&["--rollback", "--run", "nope", "--json"]);
+    let dep = run(&["--rollback", "--yes", "--run", "nope", "--json"]);
     assert_eq!(dep["error"]["kind"], "usage");
-    let rolled = run(&["--rollback", "--json"]);
+    let rolled = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(
         rolled["exit_code"], 0,
         "extlinux's default is undone line-wise: {rolled}"
@@ -290,7 +290,7 @@ fn setup_documents_follow_the_schema() {
     text.push_str("# mine\n");
     std::fs::write(&ext, text).unwrap();
     std::fs::remove_file(fx.path().join("boot/vmlinuz-6.1.75-npu-port")).unwrap();
-    let refused = run(&["--rollback", "--json"]);
+    let refused = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(refused["exit_code"], rvl::exit::ROLLBACK_INCOMPLETE);
     assert_eq!(refused["refused"][0], "/boot/extlinux/extlinux.conf");
     assert!(refused["runs"][0]["paths"][0]["reason"]

@@ -85,7 +85,7 @@ fn round_trip_of(fixture_name: &str, board: &str, steps: &str, check_applied: im
         "second plan not empty: {again}"
     );
 
-    b.run(&["--rollback"])
+    b.run(&["--rollback", "--yes"])
         .expect_code(exit::OK)
         .expect_stdout("rolled back");
     assert_same(&before, &snapshot(root));
@@ -388,7 +388,7 @@ fn radxa_vendor_kernel_drops_the_kbase_overlay_and_regenerates() {
         fs::read(b.fx.join("boot/dtbo/rk3588-mali-enable.dtbo.disabled")).unwrap(),
         b"overlay"
     );
-    b.run(&["--rollback"]).expect_code(exit::OK);
+    b.run(&["--rollback", "--yes"]).expect_code(exit::OK);
     assert_same(&before, &snapshot(b.root()));
 }
 
@@ -510,7 +510,7 @@ fn gpu_overlay_on_ampere_with_the_gpu_disabled_installs_rvls_overlay_or_is_block
     // The installed overlay enables &gpu with the board's real GPU regulator.
     check_overlay_on_the_cm5_base(&fx.join(&format!("boot/overlay-user/{CM5_OVERLAY}.dtbo")));
     setup(&fx, &a.manifest)
-        .args(&["--rollback"])
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
     assert_same(&before, &snapshot(fx.path()));
@@ -587,7 +587,7 @@ fn gpu_overlay_on_u_boot_menu_and_plain_extlinux_follows_each_layout() {
     ])
     .expect_code(exit::OK)
     .expect_stdout("nothing to do");
-    b.run(&["--rollback"]).expect_code(exit::OK);
+    b.run(&["--rollback", "--yes"]).expect_code(exit::OK);
     assert_same(&before, &snapshot(b.root()));
 
     // Plain extlinux: the kernel step's new default and the overlay line compose in one file.
@@ -784,4 +784,139 @@ fn setup_refuses_a_machine_that_is_not_a_board_even_with_board() {
     let b = Board::new("boltzmann-extlinux");
     b.run(&["--board", "boltzmann", "--only", "firmware", "--dry-run"])
         .expect_code(exit::OK);
+}
+
+#[test]
+fn the_access_step_of_an_image_adds_the_images_user_not_the_hosts_sudo_user() {
+    let b = Board::new("boltzmann-extlinux");
+    // alice ran `sudo rvl setup --root …` on her PC; the image's login user is rock.
+    let out = setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--only", "access", "--yes"])
+        .env("SUDO_USER", "alice")
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        out.stdout().contains("add rock to the `render` group"),
+        "{out}"
+    );
+    let group = b.fx.read("etc/group");
+    assert!(group.contains("render:x:105:rock\n"), "{group}");
+    assert!(!group.contains("alice"), "{group}");
+}
+
+#[test]
+fn an_image_with_several_users_needs_user_and_user_must_exist() {
+    let b = Board::new("boltzmann-extlinux");
+    let passwd = b.fx.read("etc/passwd");
+    b.fx.write(
+        "etc/passwd",
+        format!("{passwd}anna:x:1001:1001::/home/anna:/bin/bash\n"),
+    );
+    b.run(&["--board", "boltzmann", "--only", "access", "--dry-run"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("several login users (rock, anna)")
+        .expect_stdout("--only access --user rock");
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "anna",
+        "--yes",
+    ])
+    .expect_code(exit::OK);
+    assert!(b.fx.read("etc/group").contains("render:x:105:anna\n"));
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "zed",
+        "--dry-run",
+    ])
+    .expect_code(exit::BLOCKED)
+    .expect_stdout("--user zed: /etc/passwd of this system has no such user");
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "x;reboot",
+    ])
+    .expect_code(exit::USAGE);
+}
+
+#[test]
+fn under_root_the_plan_shows_what_apply_does_with_the_images_u_boot_update() {
+    // As a user runs it: no RVL_ROOT_TOOLS, so the image's own u-boot-update is not run here.
+    let b = Board::new("boltzmann-uboot-menu");
+    let plan = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--only", "kernel", "--dry-run"])
+        .run()
+        .expect_code(exit::OK);
+    let text = plan.stdout();
+    // The edit apply makes, with its diff, and the tool left for the board: not "run it".
+    assert!(text.contains("edit /boot/extlinux/extlinux.conf"), "{text}");
+    assert!(text.contains("+default l0"), "{text}");
+    assert!(
+        text.contains("leave `sudo u-boot-update` for the board"),
+        "{text}"
+    );
+    assert!(!text.contains("run `u-boot-update`"), "{text}");
+    let json = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel",
+            "--dry-run",
+            "--json",
+        ])
+        .run()
+        .stdout_json();
+    let planned: Vec<String> = json["plan"]["steps"][0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["path"].as_str().map(str::to_string))
+        .collect();
+    let done = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel",
+            "--yes",
+            "--json",
+        ])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    let mut changed: Vec<String> = done["outcome"]["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    changed.retain(|p| !p.starts_with("/etc/u-boot-menu/conf.d") || planned.contains(p));
+    let mut planned_sorted = planned.clone();
+    planned_sorted.sort();
+    changed.sort();
+    assert_eq!(
+        changed, planned_sorted,
+        "apply changed what the plan listed: {done}"
+    );
+    assert!(
+        done["outcome"]["deferred"]
+            .to_string()
+            .contains("sudo u-boot-update"),
+        "{done}"
+    );
+    assert!(b
+        .fx
+        .read("boot/extlinux/extlinux.conf")
+        .contains("\ndefault l0\n"));
 }

@@ -260,7 +260,7 @@ fn second_plan_is_empty_and_rollback_restores(
         "{again}"
     );
     setup(fx, manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
     assert_same(before, &snapshot(fx.path()));

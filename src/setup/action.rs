@@ -23,7 +23,23 @@ pub struct Options {
     pub mesa_from: MesaSource,
     /// How setup was pointed at the system: the commands a blocked step's fix names repeat it.
     pub hint: Invocation,
+    /// `--user NAME`: whom the access step adds to the `render` group.
+    pub user: Option<String>,
+    /// System tools that run on this machine for this root: every tool on the running system;
+    /// for an image only the stand-ins `RVL_ROOT_TOOLS` names (tests). The others are left for
+    /// the board, and the plan says so.
+    pub tools_here: Vec<String>,
 }
+
+impl Options {
+    /// Whether `tool` runs here (see [`Options::tools_here`]).
+    pub fn runs_here(&self, tool: &str) -> bool {
+        self.tools_here.iter().any(|t| t == tool)
+    }
+}
+
+/// The system tools setup may run: u-boot-menu's generator and initramfs-tools'.
+pub const TOOLS: [&str; 2] = ["u-boot-update", "update-initramfs"];
 
 impl Options {
     pub fn wants(&self, step: &str) -> bool {
@@ -93,6 +109,10 @@ pub enum Action {
         /// What the tool is expected to change, as a diff (when predictable).
         preview: Option<String>,
         verify: Option<Verify>,
+        /// True for a tool of an image (`--root`): rvl never runs an image's programs on this
+        /// machine, so the plan and the apply both leave it for the board (`deferred`).
+        #[serde(default)]
+        on_board: bool,
     },
     /// Download, verify, unpack, patch, build and install a source release into its prefix.
     BuildSource {

@@ -237,28 +237,31 @@ fn run_action(
             args,
             changes,
             verify,
+            on_board,
             ..
         } => {
             for c in changes {
                 txn.record(c, step)?;
             }
-            match how_to_run(txn.root(), tool, ctx.tools)? {
-                ToolRun::Program(program) => run_tool_program(txn.root(), tool, &program, args)?,
-                ToolRun::NotRun(why) => {
+            // The plan said where the tool runs; apply does just that (and still fails a
+            // tool the image does not have).
+            match (how_to_run(txn.root(), tool, ctx.tools)?, on_board) {
+                (ToolRun::Program(program), false) => {
+                    run_tool_program(txn.root(), tool, &program, args)?
+                }
+                (ToolRun::NotRun(why), true) => {
                     let cmd = shell_line(tool, args);
-                    if let (Some(Verify::ExtlinuxDefaultBoots { path, release }), "u-boot-update") =
-                        (verify, tool.as_str())
-                    {
-                        let label = set_extlinux_default(txn, step, path, release)?;
-                        ctx.deferred.push(format!(
-                            "{step}: `{cmd}` was not run ({why}); rvl set `default {label}` in {path} itself, and rvl.conf keeps it when u-boot-update next runs on the board"
-                        ));
-                    } else {
-                        ctx.deferred.push(format!(
-                            "{step}: `{cmd}` was not run ({why}); run `sudo {cmd}` on the board once it is booted from this image"
-                        ));
-                        return Ok(());
-                    }
+                    ctx.deferred.push(format!(
+                        "{step}: `{cmd}` was not run ({why}); run `sudo {cmd}` on the board once it is booted from this image"
+                    ));
+                    return Ok(());
+                }
+                (_, on_board) => {
+                    return Err(Error::Internal(format!(
+                        "the plan has `{tool}` run {}, apply found otherwise",
+                        if *on_board { "on the board" } else { "here" }
+                    ))
+                    .into())
                 }
             }
             if let Some(v) = verify {
@@ -360,34 +363,6 @@ fn shell_line(tool: &str, args: &[String]) -> String {
         .map(crate::shell::quote)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// rvl's own regeneration of what u-boot-update would change for the kernel step: the
-/// `default` line of extlinux.conf, set to the first label that boots `release`.
-fn set_extlinux_default(
-    txn: &mut Txn,
-    step: &str,
-    path: &str,
-    release: &str,
-) -> anyhow::Result<String> {
-    let text = txn
-        .root()
-        .read_string(path)
-        .map_err(|e| Error::io("cannot read", txn.root().join(path), e))?;
-    let mut e = Extlinux::parse(&text);
-    let Some(label) = e
-        .entries_for_release(release)
-        .map(|en| en.label.clone())
-        .next()
-    else {
-        return Err(Error::StepFailed(format!(
-            "{path} has no label that boots {release}; run `sudo u-boot-update` on the board, then rvl setup again"
-        ))
-        .into());
-    };
-    e.set_default(&label);
-    txn.write_file(path, e.render().as_bytes(), 0o644, step)?;
-    Ok(label)
 }
 
 /// Run `tool` (live or a stand-in for a root), failing with what it said.

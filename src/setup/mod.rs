@@ -46,7 +46,7 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
         return status(&root, hint(&root, args));
     }
     if args.rollback {
-        return rollback(&root, args);
+        return rollback(&root, args, settings);
     }
     let run = Run::prepare(args, settings, root)?;
     if args.dry_run {
@@ -92,6 +92,21 @@ impl<'a> Run<'a> {
         let hint = hint(&root, args).with_board(Some(&target.board));
         let opts = action::Options {
             hint: hint.clone(),
+            user: args.user.clone(),
+            // On the running system every tool runs from PATH; for an image only the
+            // stand-ins of RVL_ROOT_TOOLS do (tests): the others are the board's to run.
+            tools_here: action::TOOLS
+                .iter()
+                .filter(|t| {
+                    root.is_live()
+                        || settings
+                            .vars
+                            .root_tools
+                            .as_ref()
+                            .is_some_and(|d| d.join(t).is_file())
+                })
+                .map(|t| t.to_string())
+                .collect(),
             only: args.only.clone(),
             mesa_from: match args.mesa_from {
                 cli::MesaFrom::Source => action::MesaSource::Source,
@@ -170,7 +185,7 @@ impl<'a> Run<'a> {
                 self.settings.style,
             ));
         }
-        confirm(self.args.yes, self.settings)?;
+        confirm(self.args.yes, self.settings, Confirm::Apply)?;
         let progress = self.settings.progress_style(self.args.json);
         let fetch_opts = fetch::Options {
             progress,
@@ -232,6 +247,7 @@ fn gather(
         ARMBIAN_ENV,
         paths::GROUP_FILE,
         paths::GSHADOW_FILE,
+        paths::PASSWD_FILE,
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,
@@ -260,7 +276,11 @@ fn gather(
         ]
         .concat(),
         listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
-        sudo_user: settings.vars.sudo_user.clone(),
+        // The person behind `sudo` is this machine's: an image's users are its own.
+        sudo_user: root
+            .is_live()
+            .then(|| settings.vars.sudo_user.clone())
+            .flatten(),
     };
     host::gather::setup_facts(root, &probe)
 }
@@ -294,31 +314,52 @@ fn require_write_access(root: &Root) -> anyhow::Result<()> {
     }
 }
 
-fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
+/// What is being confirmed: apply and rollback ask and refuse alike.
+#[derive(Clone, Copy)]
+enum Confirm {
+    Apply,
+    Rollback,
+}
+
+/// Go on only with `--yes` or a "yes" typed on a terminal; without a terminal, refuse (exit 9)
+/// with nothing changed.
+fn confirm(yes: bool, settings: &Settings, what: Confirm) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }
+    let (verb, flag_does, prompt) = match what {
+        Confirm::Apply => ("applying", "apply", "Apply this plan?"),
+        Confirm::Rollback => (
+            "rolling back",
+            "roll back; --rollback --dry-run shows what it would do",
+            "Roll back these runs?",
+        ),
+    };
     if !settings.can_prompt() {
-        return Err(Error::NotConfirmed(
-            "not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)".into(),
-        )
+        return Err(Error::NotConfirmed(format!(
+            "not {verb}: no terminal to ask for confirmation; pass --yes to {flag_does} (nothing was changed)"
+        ))
         .into());
     }
     let ok = dialoguer::Confirm::new()
-        .with_prompt("Apply this plan?")
+        .with_prompt(prompt)
         .default(false)
         .interact()
         .unwrap_or(false);
     if ok {
         Ok(())
     } else {
-        Err(Error::NotConfirmed("not applying: declined (nothing was changed)".into()).into())
+        Err(Error::NotConfirmed(format!("not {verb}: declined (nothing was changed)")).into())
     }
 }
 
 /// `--rollback`: undo the applied runs (all, or `--run ID`), newest first; `--dry-run` only
 /// says what that would do.
-fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> {
+fn rollback(
+    root: &Root,
+    args: &cli::SetupArgs,
+    settings: &Settings,
+) -> anyhow::Result<SetupOutcome> {
     let place = Place::of(root, hint(root, args));
     let opts = rollback::Options {
         force: args.force,
@@ -345,6 +386,24 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
     let recovered = recover(root, args.json)?;
+    // As apply: shown, then confirmed on a terminal or by --yes, never done unasked.
+    let preview = journal::rollback(
+        root,
+        &rollback::Options {
+            dry_run: true,
+            ..opts.clone()
+        },
+    )?;
+    if !preview.is_empty() && !args.yes {
+        if !args.json && settings.can_prompt() {
+            let shown = RollbackReport::new(true, recovered.clone(), None, preview, place.clone());
+            output::print_text(&output::Outcome::human(
+                &SetupOutcome::Rollback(shown),
+                settings.style,
+            ));
+        }
+        confirm(false, settings, Confirm::Rollback)?;
+    }
     let runs = journal::rollback(root, &opts)?;
     Ok(SetupOutcome::Rollback(RollbackReport::new(
         false, recovered, None, runs, place,

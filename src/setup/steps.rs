@@ -7,7 +7,7 @@ use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
     prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
-    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE, PROFILE_D_FILE, RVL_CONF,
+    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE, PASSWD_FILE, PROFILE_D_FILE, RVL_CONF,
     RVL_OVERLAYS_CONF,
 };
 use super::target::Target;
@@ -195,12 +195,38 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
             out.actions.extend(write(RVL_CONF, conf_old, conf, 0o644));
             let old = facts.file(ubootmenu::EXTLINUX_CONF);
+            if !ctx.opts.runs_here("u-boot-update") {
+                // An image: its u-boot-update is not run here, so setup sets `default` in the
+                // generated file itself (rvl.conf keeps it when the board next runs it), and
+                // the plan shows exactly that edit.
+                let text = old.unwrap_or_default();
+                let mut e = Extlinux::parse(text);
+                let Some(label) = e
+                    .entries_for_release(release)
+                    .map(|en| en.label.clone())
+                    .next()
+                else {
+                    return Ok(Planned::blocked(
+                        format!("{}: no label boots {release} yet (u-boot-update has not run since it was installed)", ubootmenu::EXTLINUX_CONF),
+                        format!(
+                            "{}, then run setup again",
+                            ctx.opts.hint.on_board("sudo u-boot-update")
+                        ),
+                    ));
+                };
+                e.set_default(&label);
+                out.actions
+                    .extend(write(ubootmenu::EXTLINUX_CONF, old, e.render(), 0o644));
+                out.actions.push(u_boot_update(ctx, None, None));
+                return Ok(out);
+            }
             let preview = old.map(|text| {
                 let mut e = Extlinux::parse(text);
                 e.set_default(&label);
                 diff(ubootmenu::EXTLINUX_CONF, Some(text), &e.render())
             });
             out.actions.push(u_boot_update(
+                ctx,
                 preview,
                 Some(Verify::ExtlinuxDefaultBoots {
                     path: ubootmenu::EXTLINUX_CONF.into(),
@@ -279,13 +305,21 @@ fn boot_mainline_fix(ctx: &Ctx) -> String {
 }
 
 /// u-boot-menu's `u-boot-update`, which regenerates extlinux.conf from its configuration.
-fn u_boot_update(preview: Option<String>, verify: Option<Verify>) -> Action {
+/// Left for the board when it does not run here (an image): then it changes nothing here, so
+/// there is nothing to preview or verify.
+fn u_boot_update(ctx: &Ctx, preview: Option<String>, verify: Option<Verify>) -> Action {
+    let here = ctx.opts.runs_here("u-boot-update");
     Action::RunTool {
         tool: "u-boot-update".into(),
         args: vec![],
-        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
-        preview,
-        verify,
+        changes: if here {
+            vec![ubootmenu::EXTLINUX_CONF.into()]
+        } else {
+            Vec::new()
+        },
+        preview: preview.filter(|_| here),
+        verify: verify.filter(|_| here),
+        on_board: !here,
     }
 }
 
@@ -345,7 +379,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         from: dtbo.clone(),
                         to: format!("{dtbo}.disabled"),
                     });
-                    out.actions.push(u_boot_update(None, None));
+                    out.actions.push(u_boot_update(ctx, None, None));
                 }
                 // kbase is on, and not by an overlay setup knows how to switch off: the
                 // vendor device tree itself gives kbase the GPU.
@@ -482,7 +516,7 @@ fn enable_gpu(ctx: &Ctx) -> Planned {
                 ));
             }
             if !out.actions.is_empty() {
-                out.actions.push(u_boot_update(None, None));
+                out.actions.push(u_boot_update(ctx, None, None));
             }
         }
         Some(BootLayout::Extlinux) => {
@@ -560,12 +594,18 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
     // in the initramfs of the kernel that will boot.
     if let Some(release) = ctx.facts.target_kernel(ctx.target) {
         if ctx.facts.panthor_builtin(release) {
+            let here = ctx.opts.runs_here("update-initramfs");
             out.actions.push(Action::RunTool {
                 tool: "update-initramfs".into(),
                 args: vec!["-u".into(), "-k".into(), release.into()],
-                changes: vec![format!("/boot/initrd.img-{release}")],
+                changes: if here {
+                    vec![format!("/boot/initrd.img-{release}")]
+                } else {
+                    Vec::new()
+                },
                 preview: None,
                 verify: None,
+                on_board: !here,
             });
         }
     }
@@ -798,6 +838,81 @@ pub fn add_to_group_line(text: &str, group: &str, user: &str) -> Option<String> 
     changed.then_some(out)
 }
 
+/// Why the access step has no user to add.
+enum Who {
+    /// It cannot tell which (a `--user` that the system does not have, several candidates).
+    Blocked(String, String),
+    /// Nobody to add: a note, not a failure.
+    Note(String),
+}
+
+/// The accounts a person logs in with: uid 1000 to 59999 (Debian's range for them), a shell
+/// that is not `nologin` or `false`.
+pub fn login_users(passwd: &str) -> Vec<String> {
+    passwd
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            let uid: u32 = f.get(2)?.parse().ok()?;
+            let shell = f.get(6).copied().unwrap_or("");
+            let login = !shell.ends_with("nologin") && !shell.ends_with("/false");
+            ((1000..60000).contains(&uid) && login && !f[0].is_empty()).then(|| f[0].to_string())
+        })
+        .collect()
+}
+
+/// Whose access the step grants: `--user NAME` (which the system's passwd must list); on the
+/// running system the person behind `sudo`; in an image its own login user, when it has
+/// exactly one. Never this machine's `SUDO_USER` for an image: that person is not the image's.
+fn access_user(ctx: &Ctx) -> Result<String, Who> {
+    let passwd = ctx.facts.file(PASSWD_FILE);
+    let users = passwd.map(login_users).unwrap_or_default();
+    let hint = &ctx.opts.hint;
+    let listed =
+        |name: &str| passwd.is_some_and(|p| p.lines().any(|l| l.split(':').next() == Some(name)));
+    if let Some(name) = &ctx.opts.user {
+        if !listed(name) {
+            return Err(Who::Blocked(
+                format!("--user {name}: {PASSWD_FILE} of this system has no such user"),
+                format!(
+                    "create the user first, or name one it has{}",
+                    if users.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", users.join(", "))
+                    }
+                ),
+            ));
+        }
+        return Ok(name.clone());
+    }
+    if !hint.is_image() {
+        return ctx.facts.invoking_user.clone().ok_or_else(|| {
+            Who::Note(format!(
+                "access: no invoking user to add to the `render` group (run setup with sudo from your account, or name one: {})",
+                hint.setup("--only access --user NAME")
+            ))
+        });
+    }
+    match users.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Who::Note(format!(
+            "access: this image has no login user (uid 1000 or above in {PASSWD_FILE}) to add to the `render` group; after creating one: {}",
+            hint.setup("--only access --user NAME")
+        ))),
+        several => Err(Who::Blocked(
+            format!(
+                "this image has several login users ({}); which one uses the GPU?",
+                several.join(", ")
+            ),
+            hint.setup(&format!(
+                "--only access --user {}",
+                crate::shell::quote(&several[0])
+            )),
+        )),
+    }
+}
+
 pub fn access(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     out.notes.push(
@@ -805,12 +920,15 @@ pub fn access(ctx: &Ctx) -> anyhow::Result<Planned> {
          run `export XDG_RUNTIME_DIR=/run/user/$(id -u)` (a warning only; render-node access is what matters)"
             .into(),
     );
-    let Some(user) = ctx.facts.invoking_user.as_deref() else {
-        out.notes.push(
-            "access: no invoking user (run setup with sudo from your account to add it to the `render` group)".into(),
-        );
-        return Ok(out);
+    let user = match access_user(ctx) {
+        Ok(u) => u,
+        Err(Who::Blocked(why, fix)) => return Ok(Planned::blocked(why, fix)),
+        Err(Who::Note(note)) => {
+            out.notes.push(note);
+            return Ok(out);
+        }
     };
+    let user = user.as_str();
     let Some(group) = ctx.facts.file(GROUP_FILE) else {
         out.notes.push(format!(
             "access: {GROUP_FILE} is not readable; add {user} to `render` by hand"
