@@ -190,6 +190,20 @@ pub struct SetupArgs {
     /// an image (--root), its only login user]
     #[arg(long, value_name = "NAME", value_parser = crate::validate::user_name_parser)]
     pub user: Option<String>,
+
+    /// A directory of downloaded artifacts (from --download-only): setup takes each one from
+    /// there when its sha256 matches, and downloads only what is missing
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+
+    /// Download every artifact the steps may need into --cache DIR (sha256 checked) and stop;
+    /// needs no board: run it where there is network, then `setup --cache DIR` on the board
+    #[arg(
+        long,
+        requires = "cache",
+        conflicts_with_all = ["rollback", "status", "dry_run"]
+    )]
+    pub download_only: bool,
 }
 
 #[derive(Debug, Args)]

@@ -288,3 +288,25 @@ fn plain_http_to_a_remote_host_is_refused_without_a_request() {
     assert!(matches!(err, FetchError::InsecureUrl { .. }));
     assert_empty(dir.path());
 }
+
+#[test]
+fn a_refused_connection_is_not_retried() {
+    // A port on loopback nothing listens on: refused at once, as offline is.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/a.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        attempts: 4,
+        backoff: Duration::from_secs(30),
+        ..opts()
+    };
+    // Four tries with a 30 s back-off would take minutes; one try takes none of it.
+    let err = fetch::download(&req(&url, b"x"), &dir.path().join("a.bin"), &o).unwrap_err();
+    assert!(err.is_unreachable(), "{err:?}");
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+    assert_empty(dir.path());
+}

@@ -263,6 +263,18 @@ fn setup_documents_follow_the_schema() {
     let status = run(&["--status", "--json"]);
     assert_eq!(status["mode"], "status");
     assert_eq!(status["applied"].as_array().unwrap().len(), 1);
+    let cache = fx.parent().join("cache");
+    let cache = cache.to_str().unwrap();
+    let downloaded = run(&[
+        "--download-only",
+        "--cache",
+        cache,
+        "--only",
+        "firmware",
+        "--json",
+    ]);
+    assert_eq!(downloaded["mode"], "download");
+    assert_eq!(downloaded["files"][0]["fetched"], true);
     let planned = run(&["--rollback", "--yes", "--dry-run", "--json"]);
     assert_eq!(planned["dry_run"], true);
     assert_eq!(planned["runs"][0]["paths"][0]["action"], "restore");

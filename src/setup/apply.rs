@@ -36,61 +36,178 @@ const ROOT_PATH: &[&str] = &[
 /// Downloaded artifacts by sha256.
 pub type Cache = BTreeMap<String, PathBuf>;
 
-/// Download every artifact the plan needs into `/var/lib/rvl/cache`, verified.
-pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Result<Cache> {
+/// What [`prefetch`] got: the artifacts by sha256, and the steps it could not download for
+/// because no connection could be made (offline): (step, why). Those steps are blocked; the
+/// others apply.
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    pub cache: Cache,
+    pub offline: Vec<(String, String)>,
+}
+
+/// One artifact of a plan: where it comes from and what it must be.
+pub struct Artifact {
+    pub origin: Origin,
+    pub sha256: String,
+    pub size: Option<u64>,
+}
+
+impl Artifact {
+    /// The artifact an action installs or builds, if any.
+    pub fn of(action: &Action) -> Option<Artifact> {
+        let (origin, sha256, size) = match action {
+            Action::InstallArtifact {
+                url, sha256, size, ..
+            }
+            | Action::InstallPrebuilt {
+                url, sha256, size, ..
+            } => (Origin::Url(url.clone()), sha256, Some(*size)),
+            Action::BuildSource {
+                origin,
+                sha256,
+                size,
+                ..
+            } => (origin.clone(), sha256, *size),
+            _ => return None,
+        };
+        Some(Artifact {
+            origin,
+            sha256: sha256.clone(),
+            size,
+        })
+    }
+
+    /// Its file name in a cache (`/var/lib/rvl/cache`, `--cache DIR`): the first 16 hex of
+    /// the sha256, then the URL's file name (or pip's).
+    pub fn name(&self) -> String {
+        match &self.origin {
+            Origin::Url(url) => cache_name(url, &self.sha256),
+            Origin::Pip(pip) => format!("{}-{}", short(&self.sha256), pip.filename),
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn what(&self) -> String {
+        match &self.origin {
+            Origin::Url(url) => url.clone(),
+            Origin::Pip(pip) => format!("pip download {}", pip.requirement),
+        }
+    }
+
+    /// Download it to `dest` (a host path whose directory exists), verified.
+    pub fn download(&self, dest: &Path, opts: &fetch::Options) -> anyhow::Result<PathBuf> {
+        match &self.origin {
+            Origin::Url(url) => {
+                let req = fetch::Request {
+                    url: url.clone(),
+                    sha256: self.sha256.clone(),
+                    size: self.size,
+                    max_size: self.size.unwrap_or(crate::manifest::SOURCE_MAX_SIZE),
+                };
+                fetch::download(&req, dest, opts).map_err(Error::from)?;
+                Ok(dest.to_path_buf())
+            }
+            Origin::Pip(pip) => {
+                // The manifest refuses a pip source without a size.
+                let size = self.size.expect("pip sources pin their size");
+                let req = fetch::pip::Request {
+                    pip,
+                    sha256: &self.sha256,
+                    size,
+                };
+                fetch::pip::download(&req, dest, opts.progress)
+            }
+        }
+    }
+
+    /// Its copy in `--cache DIR`, when there is one: it must match the pinned sha256 (and
+    /// size), or setup stops before anything changed.
+    pub fn from_local(&self, dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+        let path = dir.join(self.name());
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            _ => return Ok(None),
+        }
+        fetch::verify_pinned(&path.display().to_string(), &path, &self.sha256, self.size).map_err(
+            |e| {
+                Error::BadInput(format!(
+                    "--cache: {e}; remove it and run `rvl setup --download-only --cache {}` again",
+                    crate::shell::quote(&dir.display().to_string())
+                ))
+            },
+        )?;
+        Ok(Some(path))
+    }
+}
+
+impl From<&crate::manifest::Source> for Artifact {
+    fn from(s: &crate::manifest::Source) -> Self {
+        Artifact {
+            origin: s.origin.clone(),
+            sha256: s.sha256.clone(),
+            size: s.size,
+        }
+    }
+}
+
+/// When `e` says no connection could be made (offline), as opposed to a bad download: what.
+fn unreachable(e: &anyhow::Error) -> Option<String> {
+    match e.downcast_ref::<Error>() {
+        Some(Error::Fetch(f)) if f.is_unreachable() => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// Get every artifact the plan needs into `/var/lib/rvl/cache`, verified: from `local`
+/// (`--cache DIR`) when it has it, else downloaded. Once a connection cannot be made, no
+/// further download is tried: the steps that needed one are returned as offline, and the
+/// steps that need nothing more apply.
+pub fn prefetch(
+    root: &Root,
+    plan: &Plan,
+    opts: &fetch::Options,
+    local: Option<&Path>,
+) -> anyhow::Result<Prefetched> {
     let state = StateDir::new(root);
     let dir = state.host("cache");
-    let mut cache = Cache::new();
+    let mut got = Prefetched::default();
+    let mut offline: Option<String> = None;
     for step in &plan.steps {
-        for action in &step.actions {
-            let (origin, sha256, size) = match action {
-                Action::InstallArtifact {
-                    url, sha256, size, ..
-                }
-                | Action::InstallPrebuilt {
-                    url, sha256, size, ..
-                } => (Origin::Url(url.clone()), sha256, Some(*size)),
-                Action::BuildSource {
-                    origin,
-                    sha256,
-                    size,
-                    ..
-                } => (origin.clone(), sha256, *size),
-                _ => continue,
-            };
-            if cache.contains_key(sha256) {
+        for art in step.actions.iter().filter_map(Artifact::of) {
+            if got.cache.contains_key(&art.sha256) {
                 continue;
+            }
+            if let Some(path) = local.map(|d| art.from_local(d)).transpose()?.flatten() {
+                got.cache.insert(art.sha256.clone(), path);
+                continue;
+            }
+            if let Some(first) = &offline {
+                got.offline.push((
+                    step.step.clone(),
+                    format!("needs {}, not tried: {first}", art.what()),
+                ));
+                break;
             }
             // No link on the way to the cache, and none planted at a name the download writes.
             state.ensure_dir("cache")?;
-            let dest = match &origin {
-                Origin::Url(url) => {
-                    let name = cache_name(url, sha256);
-                    clear_non_files(root, &state.path("cache").join(&name))?;
-                    let dest = dir.join(name);
-                    let req = fetch::Request {
-                        url: url.clone(),
-                        sha256: sha256.clone(),
-                        size,
-                        max_size: size.unwrap_or(crate::manifest::SOURCE_MAX_SIZE),
-                    };
-                    fetch::download(&req, &dest, opts).map_err(Error::from)?;
-                    dest
+            let name = art.name();
+            clear_non_files(root, &state.path("cache").join(&name))?;
+            match art.download(&dir.join(&name), opts) {
+                Ok(dest) => {
+                    got.cache.insert(art.sha256.clone(), dest);
                 }
-                Origin::Pip(pip) => {
-                    let name = format!("{}-{}", short(sha256), pip.filename);
-                    clear_non_files(root, &state.path("cache").join(&name))?;
-                    let dest = dir.join(name);
-                    // The manifest refuses a pip source without a size.
-                    let size = size.expect("pip sources pin their size");
-                    let req = fetch::pip::Request { pip, sha256, size };
-                    fetch::pip::download(&req, &dest, opts.progress)?
+                Err(e) if unreachable(&e).is_some() => {
+                    let why = unreachable(&e).unwrap_or_default();
+                    got.offline
+                        .push((step.step.clone(), format!("cannot download {why}")));
+                    offline = Some(why);
+                    break;
                 }
-            };
-            cache.insert(sha256.clone(), dest);
+                Err(e) => return Err(e),
+            }
         }
     }
-    Ok(cache)
+    Ok(got)
 }
 
 /// Remove anything but a regular file at a cache name and at its `.part` (a link planted there

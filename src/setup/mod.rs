@@ -41,6 +41,9 @@ use outcome::{ApplyReport, Place, PlanReport, RollbackReport, SetupOutcome, Stat
 /// confirmation prompt, progress on stderr) is for people; the outcome is printed by `main`.
 pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOutcome> {
     fault::configure(settings.vars.fault.as_deref());
+    if args.download_only {
+        return download_only(args, settings);
+    }
     let root = Root::open_dir(&args.system.root)?;
     if args.status {
         return status(&root, hint(&root, args));
@@ -161,6 +164,23 @@ impl<'a> Run<'a> {
         }))
     }
 
+    /// What to do about a download that cannot connect: fetch the same files where there is
+    /// network, then point setup here at them.
+    fn offline_fix(&self) -> String {
+        let mut elsewhere = String::from("rvl setup --download-only --cache DIR");
+        if let Some(m) = &self.args.manifest {
+            elsewhere.push_str(" --manifest ");
+            elsewhere.push_str(&crate::shell::quote(&m.display().to_string()));
+        }
+        if self.args.mesa_from == cli::MesaFrom::Prebuilt {
+            elsewhere.push_str(" --mesa-from prebuilt");
+        }
+        format!(
+            "on a machine with network: `{elsewhere}`, copy DIR here, then: {}",
+            self.opts.hint.setup("--cache DIR")
+        )
+    }
+
     /// plan → confirm → prefetch → apply → re-plan, under the lock, after recovery.
     fn apply(&self) -> anyhow::Result<SetupOutcome> {
         require_write_access(&self.root)?;
@@ -191,7 +211,21 @@ impl<'a> Run<'a> {
             progress,
             ..fetch_options(&self.settings.vars)
         };
-        let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
+        let fetched = apply::prefetch(
+            &self.root,
+            &report.plan,
+            &fetch_opts,
+            self.args.cache.as_deref(),
+        )?;
+        // Offline: the steps that needed a download are blocked, the others apply.
+        for (step, why) in fetched.offline {
+            let fix = self.offline_fix();
+            report.plan.block(&step, why, fix);
+        }
+        if report.plan.is_empty() {
+            return Ok(SetupOutcome::Apply(report));
+        }
+        let cache = fetched.cache;
         let tools = apply::Tools {
             stand_ins: self.settings.vars.root_tools.clone(),
             hint: self.opts.hint.clone(),
@@ -209,6 +243,86 @@ impl<'a> Run<'a> {
         report.remaining = Some(self.plan()?.step_names());
         Ok(SetupOutcome::Apply(report))
     }
+}
+
+/// `--download-only --cache DIR`: every artifact the wanted steps may need (whatever the
+/// board has already), downloaded into DIR under the names setup's cache uses and checked
+/// against the manifest's sha256. Needs no board and changes no system.
+fn download_only(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOutcome> {
+    plan::check_only(&args.only)?;
+    let dir = args
+        .cache
+        .as_deref()
+        .expect("clap: --download-only requires --cache");
+    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+    let wants = |step: &str| args.only.is_empty() || args.only.iter().any(|s| s == step);
+    let mut want: Vec<(&str, apply::Artifact)> = Vec::new();
+    if wants("firmware") {
+        if let Some(fw) = manifest.recommended_firmware() {
+            if let Some(url) = &fw.url {
+                want.push((
+                    "firmware",
+                    apply::Artifact {
+                        origin: crate::manifest::Origin::Url(url.clone()),
+                        sha256: fw.sha256.clone(),
+                        size: Some(fw.size),
+                    },
+                ));
+            }
+        }
+    }
+    if wants("mesa") {
+        match args.mesa_from {
+            cli::MesaFrom::Source => {
+                want.extend(manifest.source("mesa").map(|s| ("mesa", s.into())))
+            }
+            cli::MesaFrom::Prebuilt => want.extend(
+                manifest
+                    .prebuilt
+                    .iter()
+                    .filter(|p| p.arch == "aarch64")
+                    .map(|p| {
+                        (
+                            "mesa",
+                            apply::Artifact {
+                                origin: crate::manifest::Origin::Url(p.url.clone()),
+                                sha256: p.sha256.clone(),
+                                size: Some(p.size),
+                            },
+                        )
+                    }),
+            ),
+        }
+    }
+    if wants("llama-cpp") {
+        want.extend(
+            manifest
+                .source("llama.cpp")
+                .map(|s| ("llama-cpp", s.into())),
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+    let opts = fetch::Options {
+        progress: settings.progress_style(args.json),
+        ..fetch_options(&settings.vars)
+    };
+    let mut files = Vec::new();
+    for (step, art) in want {
+        let dest = dir.join(art.name());
+        let fetched = art.from_local(dir).ok().flatten().is_none();
+        art.download(&dest, &opts)?;
+        files.push(outcome::CachedFile {
+            step: step.to_string(),
+            file: art.name(),
+            from: art.what(),
+            sha256: art.sha256.clone(),
+            fetched,
+        });
+    }
+    Ok(SetupOutcome::Download(outcome::DownloadReport {
+        cache: dir.display().to_string(),
+        files,
+    }))
 }
 
 /// Finish an interrupted run first (the caller holds the lock); say so on stderr.

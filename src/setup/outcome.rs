@@ -28,6 +28,54 @@ pub enum SetupOutcome {
     Rollback(RollbackReport),
     /// `--status`: the applied transactions and any interrupted run.
     Status(StatusReport),
+    /// `--download-only`: the artifacts now in `--cache DIR`.
+    Download(DownloadReport),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DownloadReport {
+    /// The `--cache` directory.
+    pub cache: String,
+    pub files: Vec<CachedFile>,
+}
+
+/// One verified artifact in the `--cache` directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct CachedFile {
+    /// The step that uses it.
+    pub step: String,
+    /// Its name in the directory.
+    pub file: String,
+    /// The URL (or `pip download REQ`) it came from.
+    pub from: String,
+    pub sha256: String,
+    /// False when the directory already held it, verified.
+    pub fetched: bool,
+}
+
+impl DownloadReport {
+    fn human(&self, style: Style) -> String {
+        let mut s = String::new();
+        for f in &self.files {
+            let _ = writeln!(
+                s,
+                "{} {} ({}): {}{}",
+                style.green("✓"),
+                escape_control(&f.file),
+                f.step,
+                escape_control(&f.from),
+                if f.fetched { "" } else { " (already there)" }
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{} in {}, sha256 checked; copy it to the board and run: sudo rvl setup --board BOARD --cache {}",
+            plural(self.files.len(), "file", "files"),
+            escape_control(&self.cache),
+            crate::shell::quote(&self.cache)
+        );
+        s
+    }
 }
 
 /// How the root is named in human output (never in JSON).
@@ -151,6 +199,7 @@ impl Outcome for SetupOutcome {
             SetupOutcome::Apply(r) => r.human(style),
             SetupOutcome::Rollback(r) => r.human(style),
             SetupOutcome::Status(r) => r.human(),
+            SetupOutcome::Download(r) => r.human(style),
         }
     }
 }
