@@ -137,7 +137,7 @@ pub struct DoctorArgs {
 pub enum MesaFrom {
     /// Download the pinned Mesa release, patch and build panvk here
     Source,
-    /// Install the pinned prebuilt archive from the manifest
+    /// Install a prebuilt archive: --mesa-archive FILE, else the manifest's
     Prebuilt,
 }
 
@@ -165,6 +165,14 @@ pub struct SetupArgs {
     /// Where panvk comes from
     #[arg(long, value_enum, default_value_t = MesaFrom::Source)]
     pub mesa_from: MesaFrom,
+
+    /// With --mesa-from prebuilt: install this panvk archive (scripts/build-panvk-deb.sh makes one), verified by sha256
+    #[arg(long, value_name = "FILE")]
+    pub mesa_archive: Option<PathBuf>,
+
+    /// The sha256 --mesa-archive must have (default: the first word of FILE.sha256)
+    #[arg(long, value_name = "HEX", requires = "mesa_archive")]
+    pub mesa_sha256: Option<String>,
 
     /// Use this artifact manifest instead of the built-in one
     #[arg(long, value_name = "FILE")]
@@ -331,6 +339,12 @@ pub struct ServeArgs {
     /// With --print: print JSON only (schema_version 1)
     #[arg(long, requires = "print")]
     pub json: bool,
+
+    /// Hold the GPU at its top OPP for as long as llama-server runs (performance governor, else
+    /// min_freq) and put devfreq back when it exits; Ctrl-C and SIGTERM go on to the server
+    /// (root only)
+    #[arg(long, conflicts_with = "print")]
+    pub max_clock: bool,
 
     /// More llama-server arguments, after `--` (they come last, so they win)
     #[arg(last = true, value_name = "EXTRA")]

@@ -3,11 +3,17 @@
 //! environment rvl's stack needs ([`crate::llama::launch_env`]), the ubatch: the fastest that
 //! ran in this model's last `smoke-bench --gguf` run, else the one the build survives. The verb gathers the same inventory doctor does, refuses when doctor's blocking
 //! checks fail, prints the command line, and then (without `--print`) execs it, so signals and
-//! the exit status are llama-server's own.
+//! the exit status are llama-server's own. With `--max-clock` rvl stays: it pins the GPU's
+//! clock, runs llama-server in its own process group, passes SIGINT/SIGTERM/SIGHUP on to it,
+//! waits, restores devfreq and exits with the server's status.
 
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 
+use crate::clockpin::{self, OnSignal};
 use crate::doctor::checks;
 use crate::doctor::context::Context;
 use crate::doctor::finding::{Finding, Status};
@@ -45,6 +51,12 @@ pub struct ServeOutcome {
     /// Where `--ubatch-size` came from: the record of a `smoke-bench --gguf` run (its path), or
     /// the build's rule ("tiles patch" / "stock build").
     pub ubatch_from: String,
+    /// With `--max-clock`: llama-server's exit status (128 + the signal that ended it).
+    #[serde(skip)]
+    pub exit: Option<i32>,
+    /// The command line was printed before the server started.
+    #[serde(skip)]
+    pub printed: bool,
 }
 
 /// The ubatch a recorded `smoke-bench --gguf` run of this model chose, and the record's path.
@@ -56,10 +68,13 @@ pub struct Measured {
 
 impl Outcome for ServeOutcome {
     fn exit_code(&self) -> i32 {
-        exit::OK
+        self.exit.unwrap_or(exit::OK)
     }
 
     fn human(&self, _style: Style) -> String {
+        if self.printed {
+            return String::new();
+        }
         format!("{}\n", escape_control(&self.command_line))
     }
 }
@@ -128,6 +143,8 @@ pub fn plan(
         env,
         argv,
         ubatch_from,
+        exit: None,
+        printed: false,
     })
 }
 
@@ -147,8 +164,19 @@ pub fn blocking_failures(ctx: &Context) -> Vec<String> {
 
 pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOutcome> {
     let root = Root::open_dir(&args.system.root)?;
-    // Another system's binaries are never run here: under --root there is only the command.
-    if !root.is_live() && !args.print {
+    // Another system's binaries are never run here: under --root there is only the command,
+    // unless the caller names a stand-in for llama-server (RVL_ROOT_TOOLS, as setup's tools).
+    let stand_in: Option<PathBuf> = if root.is_live() {
+        None
+    } else {
+        settings
+            .vars
+            .root_tools
+            .as_ref()
+            .map(|d| d.join("llama-server"))
+            .filter(|p| p.is_file())
+    };
+    if !root.is_live() && !args.print && stand_in.is_none() {
         return Err(Error::Usage(
             "--root: rvl serve only prints another system's command; add --print".into(),
         )
@@ -196,7 +224,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     let model = args.model.to_string_lossy();
     let measured = llama::newest(&inv.llama)
         .and_then(|i| measured(&root, &settings.env, &args.model, &i.prefix));
-    let out = plan(&inv, &model, &args.extra, measured.as_ref(), &hint)?;
+    let mut out = plan(&inv, &model, &args.extra, measured.as_ref(), &hint)?;
     if let (Some(m), false) = (&measured, args.json) {
         // Stdout is the command alone (for a unit file); where its ubatch came from goes here.
         eprintln!(
@@ -205,16 +233,68 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             escape_control(&m.record)
         );
     }
+    if !args.json {
+        let int_dot = llama::newest(&inv.llama)
+            .and_then(|i| i.stamp.as_ref())
+            .and_then(|s| llama::int_dot_line(s.int_dot_matmul));
+        if let Some(line) = int_dot {
+            eprintln!("rvl serve: {line}");
+        }
+    }
     if args.print {
         return Ok(out);
     }
+    let program = stand_in.unwrap_or_else(|| PathBuf::from(&out.argv[0]));
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(&out.argv[1..]).envs(&out.env);
+    if !root.is_live() {
+        let base = std::fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        cmd.env("RVL_ROOT", base);
+    }
+    // The node is pinned (or the run refused) before the server starts.
+    let pin = if args.max_clock {
+        let devfreq_root = settings
+            .vars
+            .devfreq_root
+            .as_ref()
+            .map_or_else(|| root.clone(), Root::new);
+        let child = Arc::new(AtomicI32::new(0));
+        let pin = clockpin::pin(&devfreq_root, "serve", OnSignal::Forward(child.clone()))?;
+        eprintln!(
+            "rvl serve: GPU clock held at the top while llama-server runs: {} {} -> {} (now {})",
+            pin.change.attribute,
+            pin.change.from,
+            pin.change.to,
+            pin.now()
+        );
+        Some((pin, child))
+    } else {
+        None
+    };
     crate::output::print_text(&out.human(settings.style));
-    // exec replaces rvl: llama-server gets the terminal, the signals and the exit status.
-    let err = std::process::Command::new(&out.argv[0])
-        .args(&out.argv[1..])
-        .envs(&out.env)
-        .exec();
-    Err(Error::Tool(format!("cannot run {}: {err}", out.argv[0])).into())
+    let Some((pin, child_pid)) = pin else {
+        // exec replaces rvl: llama-server gets the terminal, the signals and the exit status.
+        let err = cmd.exec();
+        return Err(Error::Tool(format!("cannot run {}: {err}", program.display())).into());
+    };
+    // Its own process group: a Ctrl-C reaches it once, through rvl, not twice.
+    cmd.process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::Tool(format!("cannot run {}: {e}", program.display())))?;
+    child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+    let status = child.wait();
+    child_pid.store(0, Ordering::SeqCst);
+    drop(pin);
+    let status =
+        status.map_err(|e| Error::Tool(format!("waiting for {}: {e}", program.display())))?;
+    out.exit = Some(
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    );
+    out.printed = true;
+    Ok(out)
 }
 
 /// The ubatch of `model`'s last `smoke-bench --gguf` run, from its record inside the root (at

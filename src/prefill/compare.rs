@@ -142,6 +142,7 @@ mod tests {
             ubatches: rows,
             best_gpu_ubatch: None,
             gemm_prediction: Default::default(),
+            g610_prediction: Default::default(),
             notes: Vec::new(),
             problems: false,
         }
@@ -156,6 +157,7 @@ mod tests {
             gpu_prompt_5000_s: None,
             gemm_predicted_tokens_per_s: None,
             measured_over_predicted: None,
+            g610_predicted_tokens_per_s: None,
         }
     }
 
