@@ -14,6 +14,9 @@ pub struct Item {
     pub data: Vec<u8>,
     /// Where it came from, for the listing (`/boot/extlinux/extlinux.conf`, `dmesg`).
     pub source: String,
+    /// Seconds since the epoch: the file's own modification time when it is a file of the
+    /// system; None for what the report made (dated when the bundle is written).
+    pub mtime: Option<u64>,
 }
 
 /// Something the report looked for and did not take, with why.
@@ -59,7 +62,22 @@ impl Collection {
             name: name.into(),
             data,
             source: source.into(),
+            mtime: None,
         });
+    }
+
+    /// [`Collection::add`] for a file of the system, dated as the file is.
+    fn add_dated(&mut self, root: &Root, in_root: &str, name: String, data: Vec<u8>) {
+        let mtime = root
+            .metadata(in_root)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        self.add(name, in_root, data);
+        if let Some(last) = self.items.last_mut() {
+            last.mtime = mtime;
+        }
     }
 
     pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
@@ -72,7 +90,7 @@ impl Collection {
     /// Take one file whole; a missing file is noted as such, any other failure with its error.
     pub fn file(&mut self, root: &Root, in_root: &str, name: &str) {
         match root.read_capped(in_root, FILE_CAP) {
-            Ok(data) => self.add(name, in_root, data),
+            Ok(data) => self.add_dated(root, in_root, name.to_string(), data),
             Err(e) => self.skip(in_root, why(&e)),
         }
     }
@@ -96,13 +114,19 @@ impl Collection {
     /// The last [`LOG_TAIL_LINES`] lines of a file.
     pub fn tail(&mut self, root: &Root, in_root: &str, name: &str) {
         match root.read_capped(in_root, LOG_CAP) {
-            Ok(data) => self.add(name, in_root, last_lines(&data, LOG_TAIL_LINES)),
+            Ok(data) => self.add_dated(
+                root,
+                in_root,
+                name.to_string(),
+                last_lines(&data, LOG_TAIL_LINES),
+            ),
             Err(e) => self.skip(in_root, why(&e)),
         }
     }
 }
 
-/// Kernel command line, loaded modules, boot configuration, ICD manifests.
+/// Kernel command line, loaded modules, the release (it decides whether Mesa can be built),
+/// boot configuration, ICD manifests.
 pub fn system_files(root: &Root, c: &mut Collection) {
     for f in [
         "/proc/cmdline",
@@ -110,6 +134,12 @@ pub fn system_files(root: &Root, c: &mut Collection) {
         "/proc/sys/kernel/osrelease",
     ] {
         c.system_file(root, f);
+    }
+    // os-release(5): /etc's, else the vendor's copy it usually links to.
+    if root.exists("/etc/os-release") {
+        c.system_file(root, "/etc/os-release");
+    } else {
+        c.system_file(root, "/usr/lib/os-release");
     }
     for f in BOOT_FILES {
         c.system_file(root, f);
@@ -162,11 +192,71 @@ pub fn kernel_log(root: &Root, c: &mut Collection) {
     for log in ["/var/log/dmesg", "/var/log/kern.log"] {
         if root.exists(log) {
             match root.read_capped(log, LOG_CAP) {
-                Ok(data) => c.add(format!("files{log}.gpu-lines"), log, gpu_lines(&data)),
+                Ok(data) => {
+                    c.add_dated(root, log, format!("files{log}.gpu-lines"), gpu_lines(&data))
+                }
                 Err(e) => c.skip(log, why(&e)),
             }
         }
     }
+}
+
+/// The installed packages of the GPU stack (names matched by [`STACK_PACKAGES`]), from dpkg's
+/// database: `name version` per line.
+pub fn packages(root: &Root, c: &mut Collection) {
+    const STATUS: &str = "/var/lib/dpkg/status";
+    match root.read_capped(STATUS, LOG_CAP) {
+        Ok(data) => {
+            let text = String::from_utf8_lossy(&data);
+            let list = stack_packages(&text);
+            c.add_dated(root, STATUS, "packages.txt".into(), list.into_bytes());
+        }
+        Err(e) => c.skip(format!("package versions ({STATUS})"), why(&e)),
+    }
+}
+
+/// Package names (prefixes) whose versions a GPU bug report needs: Mesa and the Vulkan
+/// loader, the kernel images, the firmware, the boot menu.
+const STACK_PACKAGES: &[&str] = &[
+    "mesa-",
+    "libvulkan",
+    "libgl1-mesa",
+    "libegl-mesa",
+    "libglx-mesa",
+    "libdrm",
+    "libgbm",
+    "vulkan-tools",
+    "linux-image-",
+    "firmware-",
+    "linux-firmware",
+    "armbian-firmware",
+    "u-boot-",
+    "initramfs-tools",
+    "rvl",
+];
+
+/// `name version` of every installed package of [`STACK_PACKAGES`] in a dpkg status file,
+/// sorted.
+pub fn stack_packages(status: &str) -> String {
+    let mut out = Vec::new();
+    for para in status.split("\n\n") {
+        let field = |key: &str| {
+            para.lines()
+                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+        };
+        let (Some(name), Some(version)) = (field("Package:"), field("Version:")) else {
+            continue;
+        };
+        let installed = field("Status:").is_some_and(|s| s.ends_with(" installed"));
+        if installed && STACK_PACKAGES.iter().any(|p| name.starts_with(p)) {
+            let arch = field("Architecture:").unwrap_or_default();
+            out.push(format!("{name}:{arch} {version}"));
+        }
+    }
+    out.sort();
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
 }
 
 /// A file outside the root the user named (`--bench FILE`).
@@ -218,6 +308,18 @@ mod tests {
         let kept = String::from_utf8(gpu_lines(log)).unwrap();
         assert_eq!(kept.lines().count(), 2, "{kept}");
         assert!(!kept.contains("usb"));
+    }
+
+    #[test]
+    fn stack_packages_lists_the_installed_gpu_stack_only() {
+        let status = "Package: mesa-vulkan-drivers\nStatus: install ok installed\nArchitecture: arm64\nVersion: 22.3.6-1+deb12u1\n\n\
+                      Package: bash\nStatus: install ok installed\nArchitecture: arm64\nVersion: 5.2.15-2\n\n\
+                      Package: linux-image-6.1.0-rockchip\nStatus: deinstall ok config-files\nArchitecture: arm64\nVersion: 1\n\n\
+                      Package: firmware-misc-nonfree\nStatus: install ok installed\nArchitecture: all\nVersion: 20230210-5\n";
+        assert_eq!(
+            stack_packages(status),
+            "firmware-misc-nonfree:all 20230210-5\nmesa-vulkan-drivers:arm64 22.3.6-1+deb12u1\n"
+        );
     }
 
     #[test]
