@@ -369,13 +369,17 @@ pub fn render(s: &Status, style: Style) -> String {
                 .unwrap_or_else(|| "unknown (no extlinux.conf or armbianEnv.txt)".into())
         ),
     ));
-    rows.push((
-        "rescue",
-        k.rescue
-            .as_ref()
-            .map(boot_text)
-            .unwrap_or_else(|| "none: no other kernel in extlinux.conf".into()),
-    ));
+    // Without a readable boot configuration the kernel row already says so; a rescue row
+    // would only repeat the same missing file.
+    if k.next_boot.is_some() {
+        rows.push((
+            "rescue",
+            k.rescue
+                .as_ref()
+                .map(boot_text)
+                .unwrap_or_else(|| "none: no other kernel in extlinux.conf".into()),
+        ));
+    }
     rows.push((
         "driver",
         match &s.gpu {
