@@ -144,6 +144,35 @@ pub fn escape_line(text: &str) -> String {
 
 /// Print text on stdout. A closed stdout (`rvl doctor | head -1`) ends the output quietly,
 /// as `cat` does: the reader has what it wanted, and the verb's status still stands.
+/// The non-ASCII signs rvl's human output uses, spelt in ASCII (for `LANG=C` terminals).
+const ASCII_SIGNS: &[(char, &str)] = &[
+    ('✓', "ok"),
+    ('✗', "x"),
+    ('→', "->"),
+    ('←', "<-"),
+    ('…', "..."),
+    ('≥', ">="),
+    ('≤', "<="),
+    ('—', "-"),
+    ('–', "-"),
+    ('−', "-"),
+    ('×', "x"),
+    ('±', "+/-"),
+    ('·', "."),
+];
+
+/// `text` with rvl's own signs spelt in ASCII; anything else (a file name) is left as it is.
+pub fn to_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match ASCII_SIGNS.iter().find(|(sign, _)| *sign == c) {
+            Some((_, ascii)) => out.push_str(ascii),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

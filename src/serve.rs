@@ -271,7 +271,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     } else {
         None
     };
-    crate::output::print_text(&out.human(settings.style));
+    settings.print(&out.human(settings.style));
     let Some((pin, child_pid)) = pin else {
         // exec replaces rvl: llama-server gets the terminal, the signals and the exit status.
         let err = cmd.exec();

@@ -209,7 +209,7 @@ impl<'a> Run<'a> {
             return Ok(SetupOutcome::Apply(report));
         }
         if !self.args.json {
-            output::print_text(&render::plan_text(
+            self.settings.print(&render::plan_text(
                 &report.plan,
                 &self.place.desc,
                 self.settings.style,
@@ -598,7 +598,7 @@ fn rollback(
     if !preview.is_empty() && !args.yes {
         if !args.json && settings.can_prompt() {
             let shown = RollbackReport::new(true, recovered.clone(), None, preview, place.clone());
-            output::print_text(&output::Outcome::human(
+            settings.print(&output::Outcome::human(
                 &SetupOutcome::Rollback(shown),
                 settings.style,
             ));
