@@ -281,6 +281,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", requires = "gguf")]
     pub llama_bench: Option<PathBuf>,
 
+    /// llama.cpp's test-backend-ops (with rvl's patch) for llama.cpp's CPU and Vulkan columns,
+    /// and with --gguf for the check of the GPU's results [default: bin/test-backend-ops of rvl's
+    /// newest llama.cpp, with --gguf also the one beside --llama-bench]
+    #[arg(long, value_name = "PATH", conflicts_with = "probe_limits")]
+    pub test_backend_ops: Option<PathBuf>,
+
     /// With --gguf: prompt tokens per run (llama-bench -p) [default: 512]
     #[arg(long, value_name = "N", requires = "gguf")]
     pub prompt: Option<u32>,

@@ -2,6 +2,7 @@
 //! integration tests use them directly where running the binary would not reach (kernels,
 //! parsers, the fetch client).
 
+pub mod backend_ops;
 // Without the `bench` feature, a stand-in whose `run` says the binary was built without it.
 #[cfg_attr(not(feature = "bench"), path = "bench_disabled.rs")]
 pub mod bench;

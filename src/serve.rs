@@ -210,7 +210,8 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
 /// The ubatch of `model`'s last `smoke-bench --gguf` run, from its record inside the root (at
 /// the state directory of the user running rvl: see [`crate::prefill::saved::record_path`]).
 /// A record that is missing, unreadable, of another file or without an ok GPU run gives None
-/// (a damaged one says so on stderr): the build's rule applies then.
+/// (a damaged one says so on stderr): the build's rule applies then. A ubatch with wrong results
+/// has no rate, so it is never the one taken; each is named on stderr.
 fn measured(
     root: &Root,
     env: &crate::inventory::Env,
@@ -238,6 +239,13 @@ fn measured(
             return None;
         }
     };
+    for (ub, first) in crate::prefill::report::wrong_ubatches(&report.ubatches) {
+        eprintln!(
+            "rvl serve: never ubatch {ub}: wrong results on the GPU in {} ({})",
+            escape_control(&path),
+            escape_control(&first)
+        );
+    }
     match saved::serve_ubatch(&report, &name, prefix) {
         Ok(ubatch) => Some(Measured {
             ubatch,

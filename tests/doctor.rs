@@ -1009,7 +1009,7 @@ fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_on
         &[
             "llama.cpp 0.3.36",
             LLAMA_PREFIX,
-            "patch level 2/2",
+            "patch level 3/3",
             "Mali tiles patch in",
         ],
     );
@@ -1019,6 +1019,7 @@ fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_on
         &[
             "0001-vulkan-mali-non-spilling-matmul-tiles.patch: applied",
             "bin/llama-bench: executable",
+            "bin/test-backend-ops: executable (smoke-bench's llama.cpp CPU and Vulkan columns",
             "under --root: files only",
         ],
     );
@@ -1057,7 +1058,7 @@ fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
     assert_eq!(c["status"], "warn", "{c:#}");
     says(
         c["summary"].as_str().unwrap(),
-        &["without rvl's Mali tiles patch", "0/2"],
+        &["without rvl's Mali tiles patch", "0/3"],
     );
     fx.remove(&format!("{}/bin/llama-server", &LLAMA_PREFIX[1..]));
     let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::PROBLEMS);
@@ -1066,6 +1067,29 @@ fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
     says(
         c["summary"].as_str().unwrap(),
         &["bin/llama-server missing"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn a_patched_build_without_test_backend_ops_warns_that_smoke_bench_loses_llama_cpp_and_the_check() {
+    let fx = Fixture::copy("llama-patched");
+    fx.remove(&format!("{}/bin/test-backend-ops", &LLAMA_PREFIX[1..]));
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &[
+            "without test-backend-ops",
+            "llama.cpp's kernels beside rvl's",
+        ],
+    );
+    says(
+        &c["evidence"].to_string(),
+        &["bin/test-backend-ops: missing or not executable"],
     );
     says(
         c["fix"].as_str().unwrap(),
@@ -1180,4 +1204,36 @@ fn vulkan_icd_names_the_release_that_blocks_the_mesa_step_instead_of_a_command_s
     );
     assert!(blocked.contains("upgrade the image"), "{blocked}");
     assert_eq!(doc["inventory"]["os"]["version_id"], "11", "{doc:#}");
+}
+
+#[test]
+fn a_prefill_record_with_wrong_gpu_results_is_gathered_for_vulkan_device_and_links_are_not_followed() {
+    let fx = Fixture::copy("llama-patched");
+    fx.write("etc/environment", "HOME=/home/u\n");
+    let b = common::prefill::stand_in_named("", "qwen.gguf");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    b.rvl(&["--ubatch", "16,128", "--no-cpu"])
+        .env("XDG_STATE_HOME", fx.join("home/u/.local/state"))
+        .env("TBO_WRONG_AT", "128")
+        .run()
+        .expect_code(exit::PROBLEMS);
+    // A link in the records directory to a record elsewhere is not read.
+    std::os::unix::fs::symlink(
+        fx.join("home/u/.local/state/rvl/prefill/qwen.gguf.json"),
+        fx.join("home/u/.local/state/rvl/prefill/linked.gguf.json"),
+    )
+    .unwrap();
+    let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::OK);
+    let wrong = &doc["inventory"]["llama"]["wrong_results"];
+    assert_eq!(wrong.as_array().map(Vec::len), Some(1), "{wrong:#}");
+    assert_eq!(
+        wrong[0]["record"],
+        "/home/u/.local/state/rvl/prefill/qwen.gguf.json"
+    );
+    assert_eq!(wrong[0]["model"], "qwen.gguf");
+    assert_eq!(wrong[0]["ubatches"], serde_json::json!([128]));
+    assert!(wrong[0]["first_failure"]
+        .as_str()
+        .unwrap()
+        .starts_with("MUL_MAT(type_a=f16,m=128,n=128,k=128): [MUL_MAT] ERR"));
 }

@@ -235,6 +235,36 @@ fn the_fastest_ubatch_that_ran_in_the_models_recorded_prefill_run_wins_over_the_
 }
 
 #[test]
+fn a_ubatch_with_wrong_gpu_results_is_never_served_even_when_it_was_the_fastest() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    // The stand-in's GPU rate grows with the ubatch, so 256 would win; its check fails.
+    let b = common::prefill::stand_in_named("", "qwen 3b.gguf");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    b.rvl(&["--ubatch", "16,64,256", "--no-cpu"])
+        .env("XDG_STATE_HOME", fx.join("state"))
+        .env("TBO_WRONG_AT", "256")
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let rel = "state/rvl/prefill/qwen 3b.gguf.json";
+    let mut doc: serde_json::Value = serde_json::from_str(&fx.read(rel)).unwrap();
+    assert_eq!(doc["prefill"]["ubatches"][2]["gpu"]["status"], "wrong_results");
+    doc["prefill"]["llama_bench"]["rvl_prefix"] = serde_json::json!(PREFIX);
+    fx.write(rel, serde_json::to_vec_pretty(&doc).unwrap());
+    let out = serve(&fx, &[])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().contains(" --ubatch-size 64\n"), "{out}");
+    assert!(
+        out.stderr().contains(
+            "rvl serve: never ubatch 256: wrong results on the GPU in /state/rvl/prefill/qwen 3b.gguf.json (MUL_MAT(type_a=f16,m=128,n=256,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000)"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_damaged_record_is_ignored_with_a_warning_and_the_build_rule_applies() {
     let fx = ready_root();
     plant_llama(&fx, PREFIX, false);

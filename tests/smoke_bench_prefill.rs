@@ -14,11 +14,13 @@ fn a_run_that_succeeds_gives_the_table_with_gpu_cpu_and_their_ratio() {
     let out = b.rvl(&["--ubatch", "64,16"]).run().expect_code(exit::OK);
     let s = out.stdout();
     for needle in [
-        "| ubatch | GPU pp512 t/s | CPU pp512 t/s | GPU/CPU | 5,000-token prefill time (GPU) | status |",
-        "| 16 | 32.5 | 20.5 | 1.59x | 2.6 min | ok |",
-        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "| ubatch | GPU check | GPU pp512 t/s | CPU pp512 t/s | GPU/CPU | 5,000-token prefill time (GPU) | status |",
+        "| 16 | - | 32.5 | 20.5 | 1.59x | 2.6 min | ok |",
+        "| 64 | - | 128 | 20.5 | 6.27x | 38.9 s | ok |",
         "fastest GPU ubatch that ran: 64",
         "build b7000 (abc1234)",
+        // The stand-in model has no tensor table: nothing to check, and it says so.
+        "GPU check: not run (the GGUF header gives no weight matrices (",
     ] {
         assert!(s.contains(needle), "{needle:?}: {out}");
     }
@@ -46,6 +48,86 @@ fn a_run_that_succeeds_gives_the_table_with_gpu_cpu_and_their_ratio() {
 }
 
 #[test]
+fn a_ubatch_whose_gpu_results_are_wrong_is_named_not_timed_and_the_sweep_goes_on() {
+    let b = stand_in("");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16,64,128", "--no-cpu"])
+        .env("TBO_WRONG_AT", "64")
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let s = out.stdout();
+    for needle in [
+        "| ubatch | GPU check | GPU pp512 t/s |",
+        "| 16 | ok 4/4 | 32.5 | - | - | 2.6 min | ok |",
+        "| 64 | wrong | - | - | - | - | GPU wrong results |",
+        "| 128 | ok 4/4 | 256 | - | - | 19.5 s | ok |",
+        "✗ ubatch 64 GPU: wrong results (not timed): MUL_MAT(type_a=f16,m=128,n=64,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000",
+        "fastest GPU ubatch that ran: 128",
+        "wrong results on the GPU at ubatch 64: not timed, and rvl serve never uses it",
+        // The model's four matrices, the LM head at one token.
+        "f16 128x128, f16 384x128, f16 128x384, f16 128x32000 (LM head)",
+    ] {
+        assert!(s.contains(needle), "{needle:?}: {out}");
+    }
+    // One check per GPU ubatch, on Vulkan0, before it; ubatch 64 was never timed.
+    let checks = b.tbo_calls();
+    let lines: Vec<&str> = checks.lines().collect();
+    assert_eq!(lines.len(), 3, "{checks}");
+    assert_eq!(
+        lines[1],
+        "test --mul-mat f16:128:64:128,f16:128:64:384,f16:384:64:128,f16:32000:1:128 -b Vulkan0"
+    );
+    let runs = b.calls();
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+    assert!(!runs.contains("-ub 64 "), "{runs}");
+    let doc = b
+        .rvl(&["--ubatch", "16,64", "--no-cpu", "--json"])
+        .env("TBO_WRONG_AT", "64")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
+    let rows = &doc["prefill"]["ubatches"];
+    assert_eq!(rows[0]["check"]["status"], "passed");
+    assert_eq!(rows[0]["check"]["cases"], 4);
+    assert_eq!(rows[1]["gpu"]["status"], "wrong_results");
+    assert_eq!(rows[1]["check"]["status"], "wrong_results");
+    assert_eq!(
+        rows[1]["check"]["first_failure"],
+        "MUL_MAT(type_a=f16,m=128,n=64,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000"
+    );
+    assert_eq!(rows[1]["gpu"]["tokens_per_s"], serde_json::Value::Null);
+    assert_eq!(doc["prefill"]["best_gpu_ubatch"], 16);
+    assert_eq!(
+        doc["prefill"]["check_tool"]["path"],
+        b.tbo.to_str().unwrap()
+    );
+}
+
+#[test]
+fn a_test_backend_ops_without_rvls_patch_is_named_once_and_the_runs_are_timed_unchecked() {
+    let b = stand_in("");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16,64", "--no-cpu"])
+        .env("TBO_FAIL", "1")
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        out.stdout()
+            .contains("GPU check: not run (this test-backend-ops lacks rvl's --mul-mat"),
+        "{out}"
+    );
+    assert!(out.stdout().contains("| 64 | - | 128 |"), "{out}");
+    assert_eq!(b.tbo_calls().lines().count(), 1, "tried once");
+    // A path given that is not there is a usage error before anything runs.
+    b.rvl(&["--test-backend-ops", "/nonexistent/tbo"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("--test-backend-ops /nonexistent/tbo: no such file");
+}
+
+#[test]
 fn an_abort_at_one_ubatch_is_named_with_its_stderr_lines_and_the_sweep_goes_on() {
     let b = stand_in(&format!(
         "99:128) {OOM_ABORT};;\n0:256) echo 'ggml: segfault ahead' >&2; kill -SEGV $$;;"
@@ -56,9 +138,9 @@ fn an_abort_at_one_ubatch_is_named_with_its_stderr_lines_and_the_sweep_goes_on()
         .expect_code(exit::PROBLEMS);
     let s = out.stdout();
     for needle in [
-        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
-        "| 128 | - | 20.5 | - | - | GPU out of device memory (SIGABRT) |",
-        "| 256 | 512 | - | - | 9.76 s | CPU crashed (SIGSEGV) |",
+        "| 64 | - | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "| 128 | - | - | 20.5 | - | - | GPU out of device memory (SIGABRT) |",
+        "| 256 | - | 512 | - | - | 9.76 s | CPU crashed (SIGSEGV) |",
         "✗ ubatch 128 GPU: out of device memory (SIGABRT): what():  vk::CommandBuffer::end: ErrorOutOfDeviceMemory",
         "│ terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'",
         "✗ ubatch 256 CPU: crashed (SIGSEGV)",
@@ -86,10 +168,10 @@ fn a_hanging_run_is_killed_at_the_case_timeout_and_the_next_case_runs() {
     );
     let s = out.stdout();
     for needle in [
-        "| 64 | - | - | - | - | GPU timeout |",
+        "| 64 | - | - | - | - | - | GPU timeout |",
         "✗ ubatch 64 GPU: timeout (killed after 1 s): no result within --case-timeout 1 s",
         "│ waiting for the GPU",
-        "| 16 | 32.5 | - | - | 2.6 min | ok |",
+        "| 16 | - | 32.5 | - | - | 2.6 min | ok |",
         "CPU runs: skipped (--no-cpu)",
     ] {
         assert!(s.contains(needle), "{needle:?}: {out}");

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::Root;
-use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall};
+use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall, WrongResults};
 use crate::llama::{PREFIX_NAME, PREFIX_PARENT};
 
 /// `--list-devices` loads Vulkan and returns; a hang (a wedged GPU) must not hang doctor.
@@ -26,6 +26,7 @@ fn install(root: &Root, prefix: String) -> LlamaInstall {
     LlamaInstall {
         server_executable: executable(root, &format!("{prefix}/bin/llama-server")),
         bench_executable: executable(root, &format!("{prefix}/bin/llama-bench")),
+        test_backend_ops_executable: executable(root, &format!("{prefix}/bin/test-backend-ops")),
         prefix,
         stamp,
         stamp_error,
@@ -63,7 +64,47 @@ pub fn facts(root: &Root, inv: &Inventory) -> LlamaFacts {
         rvl_icd: root.exists(crate::setup::paths::ICD_FILE),
         xdg_fallback,
         list_devices: None,
+        wrong_results: wrong_results(root, &inv.env),
     }
+}
+
+/// At most this many records are read (one per model file; a person has a few).
+const MAX_RECORDS: usize = 256;
+
+/// The `smoke-bench --gguf` records in the state directory `env` names that hold a ubatch with
+/// wrong GPU results. Only regular files (a link is not followed); unreadable or foreign ones
+/// are skipped (`rvl serve` names those when it meets one).
+fn wrong_results(root: &Root, env: &crate::inventory::Env) -> Vec<WrongResults> {
+    use crate::prefill::{report, saved};
+    let Some(dir) = saved::record_dir(env) else {
+        return Vec::new();
+    };
+    let Ok(names) = root.list_dir(&dir) else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter(|n| n.ends_with(".json"))
+        .take(MAX_RECORDS)
+        .filter_map(|n| {
+            let path = format!("{dir}/{n}");
+            if !root.symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                return None;
+            }
+            let bytes = root
+                .read_capped(&path, crate::host::root::INPUT_CAP)
+                .ok()?;
+            let record = saved::parse(std::str::from_utf8(&bytes).ok()?, &path).ok()?;
+            let wrong = report::wrong_ubatches(&record.ubatches);
+            let first = wrong.first()?.1.clone();
+            Some(WrongResults {
+                record: path,
+                model: record.model.file_name,
+                ubatches: wrong.iter().map(|w| w.0).collect(),
+                first_failure: first,
+            })
+        })
+        .collect()
 }
 
 /// Run `BIN --list-devices` with rvl's launch environment and a time limit, on the running

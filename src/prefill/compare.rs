@@ -139,6 +139,7 @@ mod tests {
             rvl_panvk: None,
             cpu_threads: None,
             case_timeout_s: 300,
+            check_tool: Default::default(),
             ubatches: rows,
             best_gpu_ubatch: None,
             gemm_prediction: Default::default(),
@@ -150,6 +151,7 @@ mod tests {
     fn row(ub: u32, gpu: Case) -> UbatchRow {
         UbatchRow {
             ubatch: ub,
+            check: None,
             gpu,
             cpu: None,
             gpu_cpu_ratio: None,

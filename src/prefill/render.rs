@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::compare::{self, Comparison};
-use super::report::{Case, Report, Status};
+use super::report::{Case, Check, CheckStatus, Report, Status};
 use crate::output::{duration, escape_line, sig3, Style};
 
 fn size(bytes: u64) -> String {
@@ -78,6 +78,42 @@ fn header(o: &mut String, r: &Report, style: Style) {
             let _ = writeln!(o, "CPU runs: skipped (--no-cpu)");
         }
     }
+    let c = &r.check_tool;
+    match (&c.path, &c.not_run) {
+        (Some(p), _) => {
+            let _ = writeln!(
+                o,
+                "GPU check: {} test, {} against the CPU before each GPU run: {}",
+                escape_line(p),
+                super::check::BACKEND,
+                escape_line(&c.shapes.join(", "))
+            );
+        }
+        (None, why) => {
+            let _ = writeln!(
+                o,
+                "{}",
+                style.yellow(&format!(
+                    "GPU check: not run{}",
+                    why.as_deref()
+                        .map(|w| format!(" ({})", escape_line(w)))
+                        .unwrap_or_default()
+                ))
+            );
+        }
+    }
+}
+
+/// The check column: "ok 4/4", "wrong", "error", "-" (not checked).
+fn check_cell(c: Option<&Check>, style: Style) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => match c.status {
+            CheckStatus::Passed => style.green(&format!("ok {}/{}", c.passed, c.cases)),
+            CheckStatus::WrongResults => style.red("wrong"),
+            CheckStatus::Error => style.red("error"),
+        },
+    }
 }
 
 /// 5000 -> "5,000".
@@ -133,14 +169,14 @@ fn table(o: &mut String, r: &Report, style: Style) {
     }
     let _ = writeln!(
         o,
-        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{} status |",
+        "| ubatch | GPU check | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{} status |",
         if predicted { " GEMM-only pred t/s | GPU/pred |" } else { "" },
         p = r.prompt_tokens,
         tokens = thousands(super::report::PROMPT_TOKENS)
     );
     let _ = writeln!(
         o,
-        "|---:|---:|---:|---:|---:|{}---|",
+        "|---:|---|---:|---:|---:|---:|{}---|",
         if predicted { "---:|---:|" } else { "" }
     );
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
@@ -156,8 +192,9 @@ fn table(o: &mut String, r: &Report, style: Style) {
         };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |{extra} {} |",
+            "| {} | {} | {} | {} | {} | {} |{extra} {} |",
             u.ubatch,
+            check_cell(u.check.as_ref(), style),
             rate(Some(&u.gpu)),
             rate(u.cpu.as_ref()),
             opt(u.gpu_cpu_ratio, &|x| format!("{}x", sig3(x))),
@@ -177,6 +214,19 @@ fn table(o: &mut String, r: &Report, style: Style) {
         None => {
             let _ = writeln!(o, "{}", style.red("no GPU run ended ok"));
         }
+    }
+    let wrong = super::report::wrong_ubatches(&r.ubatches);
+    if !wrong.is_empty() {
+        let list: Vec<String> = wrong.iter().map(|(u, _)| u.to_string()).collect();
+        let _ = writeln!(
+            o,
+            "{}",
+            style.red(&format!(
+                "wrong results on the GPU at ubatch {}: not timed, and rvl serve never uses {}",
+                list.join(", "),
+                if wrong.len() == 1 { "it" } else { "them" }
+            ))
+        );
     }
 }
 

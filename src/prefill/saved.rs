@@ -21,6 +21,11 @@ pub fn record_path(env: &Env, file_name: &str) -> Option<String> {
     if file_name.is_empty() || file_name == "." || file_name == ".." || file_name.contains('/') {
         return None;
     }
+    Some(format!("{}/{file_name}.json", record_dir(env)?))
+}
+
+/// The directory of the records ([`record_path`]'s), None without a home.
+pub fn record_dir(env: &Env) -> Option<String> {
     let state = match env.get("XDG_STATE_HOME").filter(|d| d.starts_with('/')) {
         Some(d) => d.trim_end_matches('/').to_string(),
         None => format!(
@@ -30,7 +35,7 @@ pub fn record_path(env: &Env, file_name: &str) -> Option<String> {
                 .trim_end_matches('/')
         ),
     };
-    Some(format!("{state}/{RECORD_DIR}/{file_name}.json"))
+    Some(format!("{state}/{RECORD_DIR}"))
 }
 
 /// A saved prefill document (the envelope with its `prefill` section), its report read back.
