@@ -402,7 +402,8 @@ fn rvl_layer_gflops(
         let best = u
             .screens
             .iter()
-            .filter(|s| s.precision == p && s.gemm == g.name && s.status == Status::Ok)
+            // Screens run once per distinct shape (gate stands for up).
+            .filter(|s| s.precision == p && s.shape == g.shape() && s.status == Status::Ok)
             .filter_map(|s| s.gflops)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
         let f = g.flops(u.ubatch);
