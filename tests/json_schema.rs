@@ -107,6 +107,18 @@ fn smoke_bench_documents_follow_the_schema() {
     }
     let sweep = checked(rvl(common::TINY_BENCH_JSON));
     assert_eq!(sweep["command"], "smoke-bench");
+    // With llama.cpp's columns (a stand-in test-backend-ops) and its CPU as the baseline.
+    let d = tempfile::tempdir().unwrap();
+    let tbo = common::prefill::stand_in_tbo(d.path());
+    let beside = checked(
+        rvl(&[
+            "smoke-bench", "--model", "tiny", "--ubatch", "8", "--quick", "--precision", "fp32",
+            "--json", "--test-backend-ops",
+        ])
+        .arg(&tbo),
+    );
+    assert_eq!(beside["cpu_baseline"]["source"], "llama_cpp");
+    assert!(!beside["llama_cpp"]["gemms"].as_array().unwrap().is_empty());
     // --max-clock on a fake devfreq node: the clock_pin record follows the schema too.
     let tree = tempfile::tempdir().unwrap();
     let node = tree.path().join("sys/class/devfreq/fb000000.gpu");
@@ -221,6 +233,14 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     assert!(compared["comparison"]["rows"].is_array());
     let usage = checked(b.rvl(&["--prompt", "0", "--json"]));
     assert_eq!(usage["error"]["kind"], "usage");
+    // A model with a tensor table: each GPU ubatch checked first, one with wrong results.
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let wrong = checked(
+        b.rvl(&["--ubatch", "16,64", "--json"])
+            .env("TBO_WRONG_AT", "64"),
+    );
+    assert_eq!(wrong["prefill"]["ubatches"][0]["check"]["status"], "passed");
+    assert_eq!(wrong["prefill"]["ubatches"][1]["gpu"]["status"], "wrong_results");
     // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
     #[cfg(feature = "bench")]
     if common::vulkan_instance().is_some() {

@@ -83,7 +83,7 @@ fn header(o: &mut String, r: &Report, style: Style) {
         (Some(p), _) => {
             let _ = writeln!(
                 o,
-                "GPU check: {} test, {} against the CPU before each GPU run: {}",
+                "GPU check before each GPU run: {} test -b {} against llama.cpp's CPU backend, the model's matrices {}",
                 escape_line(p),
                 super::check::BACKEND,
                 escape_line(&c.shapes.join(", "))
