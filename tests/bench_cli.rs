@@ -200,7 +200,9 @@ fn llama_cpps_cpu_and_vulkan_kernels_stand_beside_rvls_and_the_cpu_baseline_is_l
     // The same shapes and ubatches on both backends, rvl's device, the big cores on the CPU.
     let calls = std::fs::read_to_string(format!("{}.calls", tbo.display())).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
-    assert!(lines[0].starts_with("perf --mul-mat f32:128:8:64,f32:64:8:64,f32:160:8:64,f32:64:8:160,q4_0:128:8:64,"), "{calls}");
+    // Type by type, the quantised first, each over the ubatches.
+    assert!(lines[0].starts_with("perf --mul-mat q4_0:128:8:64,q4_0:64:8:64,q4_0:160:8:64,q4_0:64:8:160,q4_0:128:16:64,"), "{calls}");
+    assert!(lines[0].contains(",f32:64:16:160 -b "), "{calls}");
     assert!(lines[0].ends_with(" -b Vulkan0 --perf-ms 50"), "{calls}");
     assert!(lines[1].contains(" -b CPU --perf-ms 50 -t "), "{calls}");
     // People get the three columns side by side.

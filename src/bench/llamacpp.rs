@@ -186,9 +186,19 @@ struct Planned {
     gemms: Vec<Gemm>,
 }
 
-/// The products for `backend`: each type of `precisions`, each ubatch, each distinct shape of
-/// `layer`, smallest ubatch first (a run stopped at its limit keeps those). `cap`: outputs
-/// computed per matrix (CPU Vulkan devices).
+/// The order products are asked for, so that a run stopped at its time limit has whole rows of
+/// what matters most: the quantised types first (what llama.cpp runs models in, and on the CPU
+/// the fastest), then int8's q8_0, f16, f32.
+const PRIORITY: [Precision; 4] = [
+    Precision::Q4_0,
+    Precision::Int8,
+    Precision::Fp16,
+    Precision::Fp32,
+];
+
+/// The products for `backend`: each type of `precisions` (in [`PRIORITY`] order), each ubatch
+/// (smallest first), each distinct shape of `layer`. `cap`: outputs computed per matrix (CPU
+/// Vulkan devices).
 fn cases(
     layer: &[Gemm],
     ubatches: &[u32],
@@ -196,9 +206,9 @@ fn cases(
     cap: Option<u32>,
 ) -> Vec<Planned> {
     let mut out: Vec<Planned> = Vec::new();
-    for &ub in ubatches {
-        for &p in precisions {
-            for &t in ggml_types(p) {
+    for p in PRIORITY.into_iter().filter(|p| precisions.contains(p)) {
+        for &t in ggml_types(p) {
+            for &ub in ubatches {
                 let Some(block) = backend_ops::block_size(t) else {
                     continue;
                 };
@@ -465,9 +475,14 @@ mod tests {
     fn gate_and_up_share_one_product_and_odd_blocks_are_left_out() {
         let layer = preset("qwen2.5-3b").unwrap().layer();
         let c = cases(&layer, &[16, 512], &[Precision::Q4_0], None);
-        // 2 ubatches x 2 types x 4 shapes (gate and up are one product).
+        // 2 ubatches x 2 types x 4 shapes (gate and up are one product), type by type.
         assert_eq!(c.len(), 16);
         assert_eq!(c[0].case.spec(), "q4_0:2560:16:2048");
+        assert_eq!(c[4].case.spec(), "q4_0:2560:512:2048");
+        assert_eq!(c[8].case.spec(), "q4_K:2560:16:2048");
+        let all = cases(&layer, &[16], &Precision::ALL, None);
+        let order: Vec<&str> = all.iter().step_by(4).map(|p| p.ggml_type).collect();
+        assert_eq!(order, vec!["q4_0", "q4_K", "q8_0", "f16", "f32"]);
         let gate = c.iter().find(|p| p.gemms.len() == 2).unwrap();
         assert_eq!(gate.case.spec(), "q4_0:11008:16:2048");
         // The tiny preset's K of 64 and 160 are no whole q4_K blocks: only q4_0 runs.
