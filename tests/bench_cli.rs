@@ -139,7 +139,14 @@ fn llama_cpps_cpu_and_vulkan_kernels_stand_beside_rvls_and_the_cpu_baseline_is_l
     }
     let d = tempfile::tempdir().unwrap();
     let tbo = common::prefill::stand_in_tbo(d.path());
-    let base = ["smoke-bench", "--model", "tiny", "--ubatch", "8,16", "--quick"];
+    let base = [
+        "smoke-bench",
+        "--model",
+        "tiny",
+        "--ubatch",
+        "8,16",
+        "--quick",
+    ];
     let doc = rvl(&base)
         .args(&["--precision", "fp32,q4_0", "--json", "--test-backend-ops"])
         .arg(&tbo)
@@ -154,7 +161,10 @@ fn llama_cpps_cpu_and_vulkan_kernels_stand_beside_rvls_and_the_cpu_baseline_is_l
     let l = &doc["llama_cpp"];
     assert_eq!(l["tool"], tbo.to_str().unwrap());
     let runs = l["runs"].as_array().unwrap();
-    let backends: Vec<&str> = runs.iter().map(|r| r["backend"].as_str().unwrap()).collect();
+    let backends: Vec<&str> = runs
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
     assert_eq!(backends, vec!["vulkan", "cpu"]);
     let gemms = l["gemms"].as_array().unwrap();
     let count = |backend: &str, t: &str| {
@@ -201,7 +211,12 @@ fn llama_cpps_cpu_and_vulkan_kernels_stand_beside_rvls_and_the_cpu_baseline_is_l
     let calls = std::fs::read_to_string(format!("{}.calls", tbo.display())).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
     // Type by type, the quantised first, each over the ubatches.
-    assert!(lines[0].starts_with("perf --mul-mat q4_0:128:8:64,q4_0:64:8:64,q4_0:160:8:64,q4_0:64:8:160,q4_0:128:16:64,"), "{calls}");
+    assert!(
+        lines[0].starts_with(
+            "perf --mul-mat q4_0:128:8:64,q4_0:64:8:64,q4_0:160:8:64,q4_0:64:8:160,q4_0:128:16:64,"
+        ),
+        "{calls}"
+    );
     assert!(lines[0].contains(",f32:64:16:160 -b "), "{calls}");
     assert!(lines[0].ends_with(" -b Vulkan0 --perf-ms 50"), "{calls}");
     assert!(lines[1].contains(" -b CPU --perf-ms 50 -t "), "{calls}");
@@ -247,7 +262,10 @@ fn without_llama_cpp_the_cpu_column_says_it_is_an_fp32_sgemm_not_llama_cpps_path
         .as_str()
         .unwrap()
         .contains("sudo rvl setup --only llama-cpp"));
-    assert_eq!(doc["ubatches"][0]["cpu_baseline"]["source"], "matrixmultiply");
+    assert_eq!(
+        doc["ubatches"][0]["cpu_baseline"]["source"],
+        "matrixmultiply"
+    );
     let out = rvl(&base).run().expect_code(exit::OK);
     for needle in [
         "CPU t/s: matrixmultiply's fp32 sgemm on ",

@@ -1221,7 +1221,8 @@ fn vulkan_icd_names_the_release_that_blocks_the_mesa_step_instead_of_a_command_s
 }
 
 #[test]
-fn a_prefill_record_with_wrong_gpu_results_is_gathered_for_vulkan_device_and_links_are_not_followed() {
+fn a_prefill_record_with_wrong_gpu_results_is_gathered_for_vulkan_device_and_links_are_not_followed(
+) {
     let fx = Fixture::copy("llama-patched");
     fx.write("etc/environment", "HOME=/home/u\n");
     let b = common::prefill::stand_in_named("", "qwen.gguf");

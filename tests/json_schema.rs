@@ -112,8 +112,16 @@ fn smoke_bench_documents_follow_the_schema() {
     let tbo = common::prefill::stand_in_tbo(d.path());
     let beside = checked(
         rvl(&[
-            "smoke-bench", "--model", "tiny", "--ubatch", "8", "--quick", "--precision", "fp32",
-            "--json", "--test-backend-ops",
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--quick",
+            "--precision",
+            "fp32",
+            "--json",
+            "--test-backend-ops",
         ])
         .arg(&tbo),
     );
@@ -240,7 +248,10 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
             .env("TBO_WRONG_AT", "64"),
     );
     assert_eq!(wrong["prefill"]["ubatches"][0]["check"]["status"], "passed");
-    assert_eq!(wrong["prefill"]["ubatches"][1]["gpu"]["status"], "wrong_results");
+    assert_eq!(
+        wrong["prefill"]["ubatches"][1]["gpu"]["status"],
+        "wrong_results"
+    );
     // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
     #[cfg(feature = "bench")]
     if common::vulkan_instance().is_some() {

@@ -157,7 +157,10 @@ fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubat
     for r in rows {
         let c = &r["check"];
         assert_eq!(c["status"], "passed", "ubatch {}: {c:#}", r["ubatch"]);
-        assert_eq!((c["cases"].as_u64(), c["passed"].as_u64()), (Some(4), Some(4)));
+        assert_eq!(
+            (c["cases"].as_u64(), c["passed"].as_u64()),
+            (Some(4), Some(4))
+        );
         eprintln!(
             "ubatch {}: check {:.2} s ({})",
             r["ubatch"],
@@ -199,7 +202,12 @@ fn smoke_bench_sets_llama_cpps_real_cpu_and_vulkan_products_beside_rvls_kernels(
         "{out}"
     );
     let layers = doc["ubatches"][0]["llama_cpp"].as_array().unwrap();
-    for (backend, t) in [("vulkan", "f32"), ("vulkan", "q4_0"), ("cpu", "f32"), ("cpu", "q4_0")] {
+    for (backend, t) in [
+        ("vulkan", "f32"),
+        ("vulkan", "q4_0"),
+        ("cpu", "f32"),
+        ("cpu", "q4_0"),
+    ] {
         let x = layers
             .iter()
             .find(|x| x["backend"] == backend && x["ggml_type"] == t)

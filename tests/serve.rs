@@ -248,7 +248,10 @@ fn a_ubatch_with_wrong_gpu_results_is_never_served_even_when_it_was_the_fastest(
         .expect_code(exit::PROBLEMS);
     let rel = "state/rvl/prefill/qwen 3b.gguf.json";
     let mut doc: serde_json::Value = serde_json::from_str(&fx.read(rel)).unwrap();
-    assert_eq!(doc["prefill"]["ubatches"][2]["gpu"]["status"], "wrong_results");
+    assert_eq!(
+        doc["prefill"]["ubatches"][2]["gpu"]["status"],
+        "wrong_results"
+    );
     doc["prefill"]["llama_bench"]["rvl_prefix"] = serde_json::json!(PREFIX);
     fx.write(rel, serde_json::to_vec_pretty(&doc).unwrap());
     let out = serve(&fx, &[])

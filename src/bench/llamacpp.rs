@@ -149,7 +149,10 @@ pub struct LlamaLayer {
 }
 
 /// `--test-backend-ops PATH`, else rvl's newest llama.cpp's, else None with why not.
-pub fn find(given: Option<&Path>, env: &crate::inventory::Env) -> Result<Result<String, String>, Error> {
+pub fn find(
+    given: Option<&Path>,
+    env: &crate::inventory::Env,
+) -> Result<Result<String, String>, Error> {
     if let Some(p) = given {
         if !p.is_file() {
             return Err(Error::Usage(format!(
@@ -279,7 +282,9 @@ pub fn run(job: &Job) -> LlamaCpp {
             continue;
         }
         let list: Vec<MulMat> = planned.iter().map(|p| p.case.clone()).collect();
-        let threads = (backend == Backend::Cpu).then_some(job.cpu_threads).flatten();
+        let threads = (backend == Backend::Cpu)
+            .then_some(job.cpu_threads)
+            .flatten();
         let argv = backend_ops::perf_argv(job.tool, backend.ggml(), &list, perf_ms, threads);
         // rvl's own device, whatever the user's GGML_VK_VISIBLE_DEVICES says.
         let env = BTreeMap::from([(
@@ -317,7 +322,8 @@ pub fn run(job: &Job) -> LlamaCpp {
         for p in &planned {
             let found = printed.cases.iter().find(|c| c.case == p.case);
             for g in &p.gemms {
-                out.gemms.push(figure(backend, p, g, found.map(|c| &c.outcome)));
+                out.gemms
+                    .push(figure(backend, p, g, found.map(|c| &c.outcome)));
             }
         }
         out.runs.push(Run {
@@ -523,7 +529,10 @@ mod tests {
         assert_eq!(f.outputs, 1024);
         assert!((f.gflops.unwrap() - g.flops(64) / 0.002 / 1e9).abs() < 1e-9);
         assert_eq!(f.precision, Some(Precision::Fp32));
-        assert_eq!(figure(Backend::Cpu, &p, &g, None).status, GemmStatus::NotMeasured);
+        assert_eq!(
+            figure(Backend::Cpu, &p, &g, None).status,
+            GemmStatus::NotMeasured
+        );
         assert_eq!(precision_of("q4_K"), None);
         assert_eq!(precision_of("q8_0"), Some(Precision::Int8));
     }

@@ -304,10 +304,8 @@ fn llama_side(
     precisions.sort_unstable();
     precisions.dedup();
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = crate::prefill::plan::big_cores(
-        &crate::host::cpus::capacities(&Root::system()),
-        available,
-    );
+    let threads =
+        crate::prefill::plan::big_cores(&crate::host::cpus::capacities(&Root::system()), available);
     llamacpp::run(&llamacpp::Job {
         tool,
         plan: &inputs.plan,
@@ -321,7 +319,12 @@ fn llama_side(
 
 /// matrixmultiply's sgemm of the layer, per ubatch where llama.cpp's CPU gave no whole layer.
 /// True when it ran for any.
-fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, progress: bool) -> bool {
+fn cpu_baseline(
+    plan: &Plan,
+    ubatches: &mut [UbatchResult],
+    threads: usize,
+    progress: bool,
+) -> bool {
     let layer = plan.model.layer();
     let reps = if plan.size == Size::Quick { 1 } else { 2 };
     let mut ran = false;
@@ -330,7 +333,10 @@ fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, prog
             continue;
         }
         if progress {
-            eprintln!("smoke-bench: CPU baseline (matrixmultiply sgemm), ubatch {}", r.ubatch);
+            eprintln!(
+                "smoke-bench: CPU baseline (matrixmultiply sgemm), ubatch {}",
+                r.ubatch
+            );
         }
         let l = cpu::measure_layer(&layer, r.ubatch, reps, threads);
         let (tps, prompt) = report::predict(l.seconds_per_layer, plan.model.layers, r.ubatch);

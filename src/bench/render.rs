@@ -320,7 +320,11 @@ fn side_by_side(o: &mut String, r: &Report, style: Style) {
         for p in Precision::ALL {
             for (i, t) in llamacpp::ggml_types(p).iter().enumerate() {
                 // rvl's kernels are for the first type of each precision (q4_0, not q4_K).
-                let rvl = if i == 0 { rvl_layer_gflops(u, p, &layer) } else { None };
+                let rvl = if i == 0 {
+                    rvl_layer_gflops(u, p, &layer)
+                } else {
+                    None
+                };
                 let get = |b: llamacpp::Backend| {
                     u.llama_cpp
                         .iter()
@@ -340,7 +344,11 @@ fn side_by_side(o: &mut String, r: &Report, style: Style) {
                 let _ = writeln!(
                     o,
                     "{:>6}  {:<12} {:>9} {:>11} {:>11} {:>8}",
-                    if first { u.ubatch.to_string() } else { String::new() },
+                    if first {
+                        u.ubatch.to_string()
+                    } else {
+                        String::new()
+                    },
                     label,
                     cell(rvl),
                     cell(vk),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::cpu::CpuLayer;
-use super::llamacpp::{LlamaCpp, LlamaLayer};
 use super::devfreq::Devfreq;
 use super::kernels::Precision;
+use super::llamacpp::{LlamaCpp, LlamaLayer};
 use super::model::Model;
 use super::peak::Peak;
 use super::plan::Size;

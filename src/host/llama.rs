@@ -91,9 +91,7 @@ fn wrong_results(root: &Root, env: &crate::inventory::Env) -> Vec<WrongResults> 
             if !root.symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 return None;
             }
-            let bytes = root
-                .read_capped(&path, crate::host::root::INPUT_CAP)
-                .ok()?;
+            let bytes = root.read_capped(&path, crate::host::root::INPUT_CAP).ok()?;
             let record = saved::parse(std::str::from_utf8(&bytes).ok()?, &path).ok()?;
             let wrong = report::wrong_ubatches(&record.ubatches);
             let first = wrong.first()?.1.clone();

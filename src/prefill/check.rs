@@ -56,7 +56,8 @@ pub fn judge(ended: &Ended, stdout: &str, stderr: &str, asked: usize) -> Check {
             Outcome::Passed => passed += 1,
             Outcome::NotSupported => not_supported += 1,
             Outcome::Failed(said) => {
-                first_failure.get_or_insert_with(|| format!("MUL_MAT({}): {said}", c.case.params()));
+                first_failure
+                    .get_or_insert_with(|| format!("MUL_MAT({}): {said}", c.case.params()));
             }
             Outcome::Timed { .. } => {}
         }
@@ -153,7 +154,12 @@ pub fn untimed_gpu_case(check: &Check, stderr: &str) -> Option<Case> {
             Status::Crashed
         }
         CheckStatus::Error if check.exit.starts_with("killed after") => Status::Timeout,
-        CheckStatus::Error if check.detail.as_deref().is_some_and(|d| d.starts_with("no Vulkan0")) => {
+        CheckStatus::Error
+            if check
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with("no Vulkan0")) =>
+        {
             Status::NoVulkanDevice
         }
         // A tool that cannot check (not started, no patch): the run is timed, unchecked.
@@ -223,7 +229,10 @@ mod tests {
         assert_eq!((c.status, c.passed, c.cases), (CheckStatus::Passed, 2, 2));
         assert!(untimed_gpu_case(&c, "").is_none());
         // Fewer lines than products asked for: the check did not finish.
-        assert_eq!(judge(&Ended::Exit(0), OK2, "", 3).status, CheckStatus::Error);
+        assert_eq!(
+            judge(&Ended::Exit(0), OK2, "", 3).status,
+            CheckStatus::Error
+        );
     }
 
     #[test]
@@ -274,11 +283,20 @@ mod tests {
             2,
         );
         assert_eq!(c.status, CheckStatus::Error);
-        assert!(c.detail.as_deref().unwrap().contains("lacks rvl's --mul-mat"));
+        assert!(c
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("lacks rvl's --mul-mat"));
         assert!(unusable(&c));
         assert!(untimed_gpu_case(&c, "").is_none());
         // Any other exit 1 without a failing product is an error that stops the run.
-        let other = judge(&Ended::Exit(1), "Backend 1/2: Vulkan0\n", "ggml_vulkan: device lost\n", 2);
+        let other = judge(
+            &Ended::Exit(1),
+            "Backend 1/2: Vulkan0\n",
+            "ggml_vulkan: device lost\n",
+            2,
+        );
         assert!(!unusable(&other));
         assert_eq!(untimed_gpu_case(&other, "").unwrap().status, Status::Failed);
     }

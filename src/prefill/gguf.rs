@@ -220,7 +220,10 @@ mod tests {
                 tensors.push(TensorSpec::new(format!("blk.{l}.{role}.weight"), &dims, ty));
             }
         }
-        let meta = vec![("general.architecture".to_string(), Value::String("qwen2".into()))];
+        let meta = vec![(
+            "general.architecture".to_string(),
+            Value::String("qwen2".into()),
+        )];
         let head = write::header(&meta, &tensors).unwrap().0;
         let (w, unnamed) = weights(&head).unwrap();
         let got: Vec<(&str, u64, u64, bool)> = w
@@ -240,7 +243,9 @@ mod tests {
             ]
         );
         assert!(unnamed.is_empty());
-        assert!(weights(&qwen()).unwrap_err().contains("no projection weights"));
+        assert!(weights(&qwen())
+            .unwrap_err()
+            .contains("no projection weights"));
     }
 
     #[test]

@@ -433,8 +433,9 @@ mod tests {
         let f = run("vulkan-device", &inv, false);
         assert_eq!(f.status, Status::Warn, "{f:?}");
         assert!(
-            f.summary
-                .ends_with("; wrong results from llama.cpp on this GPU at ubatch 128, 256 of qwen.gguf"),
+            f.summary.ends_with(
+                "; wrong results from llama.cpp on this GPU at ubatch 128, 256 of qwen.gguf"
+            ),
             "{}",
             f.summary
         );
@@ -442,7 +443,10 @@ mod tests {
             .evidence
             .iter()
             .any(|e| e.contains("qwen.gguf.json: wrong GPU results at ubatch 128, 256")));
-        assert!(f.fix.unwrap().contains("rvl serve never uses those ubatches"));
+        assert!(f
+            .fix
+            .unwrap()
+            .contains("rvl serve never uses those ubatches"));
     }
 
     #[test]
