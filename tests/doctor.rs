@@ -1225,13 +1225,12 @@ fn a_prefill_record_with_wrong_gpu_results_is_gathered_for_vulkan_device_and_lin
 ) {
     let fx = Fixture::copy("llama-patched");
     fx.write("etc/environment", "HOME=/home/u\n");
-    let b = common::prefill::stand_in_named("", "qwen.gguf");
-    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
-    b.rvl(&["--ubatch", "16,128", "--no-cpu"])
-        .env("XDG_STATE_HOME", fx.join("home/u/.local/state"))
-        .env("TBO_WRONG_AT", "128")
-        .run()
-        .expect_code(exit::PROBLEMS);
+    common::prefill::record_wrong_results(
+        "qwen.gguf",
+        "16,128",
+        "128",
+        &fx.join("home/u/.local/state"),
+    );
     // A link in the records directory to a record elsewhere is not read.
     std::os::unix::fs::symlink(
         fx.join("home/u/.local/state/rvl/prefill/qwen.gguf.json"),

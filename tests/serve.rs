@@ -239,13 +239,7 @@ fn a_ubatch_with_wrong_gpu_results_is_never_served_even_when_it_was_the_fastest(
     let fx = ready_root();
     plant_llama(&fx, PREFIX, true);
     // The stand-in's GPU rate grows with the ubatch, so 256 would win; its check fails.
-    let b = common::prefill::stand_in_named("", "qwen 3b.gguf");
-    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
-    b.rvl(&["--ubatch", "16,64,256", "--no-cpu"])
-        .env("XDG_STATE_HOME", fx.join("state"))
-        .env("TBO_WRONG_AT", "256")
-        .run()
-        .expect_code(exit::PROBLEMS);
+    common::prefill::record_wrong_results("qwen 3b.gguf", "16,64,256", "256", &fx.join("state"));
     let rel = "state/rvl/prefill/qwen 3b.gguf.json";
     let mut doc: serde_json::Value = serde_json::from_str(&fx.read(rel)).unwrap();
     assert_eq!(

@@ -4,11 +4,12 @@
 #
 #   cargo build --release && cargo build --release --example make-gguf
 #   scripts/side-by-side/truth-bundle.sh DIR        (DIR/bundle.tar.xz + DIR/run.sh, < 64 MiB)
-#   then, on that machine, from the repository root, one step a call (each < 10 min):
+#   then, on that machine, from the repository root, one step a call (each < 10 min), each into
+#   its own OUT (the device machine returns at most 8 files a call):
 #     DIR/run.sh gemm OUT    rvl smoke-bench (default size): rvl | llama.cpp Vulkan | llama.cpp CPU
 #     DIR/run.sh gguf OUT    smoke-bench --gguf on a 4-layer Qwen2.5-3B-shaped q4_0 model
 #   each writes OUT/<step>.txt (the human output), OUT/<step>.json (--save), OUT/<step>.err
-#   (progress) and packs OUT.tgz after the step (the device machine returns few files).
+#   (progress), OUT/times, nvidia-smi.txt, nproc.txt, and packs OUT.tgz after the step.
 #
 # The bundle holds rvl (target/release, stripped), llama-bench and the patched test-backend-ops
 # from scripts/llama-vulkan/build.sh's cached build (patch 0003 gives it --mul-mat), make-gguf,
@@ -59,8 +60,8 @@ nv=/usr/local/nvidia/share
 export LD_LIBRARY_PATH="$b${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_DRIVER_FILES="${VK_DRIVER_FILES:-$nv/vulkan/icd.d/nvidia_icd.json}"
 export __EGL_VENDOR_LIBRARY_FILENAMES="${__EGL_VENDOR_LIBRARY_FILENAMES:-$nv/glvnd/egl_vendor.d/10_nvidia.json}"
-export XDG_STATE_HOME="$o/state"
-pack() { tar czf "$o.tgz" -C "$(dirname "$o")" --exclude state "$(basename "$o")"; }
+export XDG_STATE_HOME=/tmp/rvl-truth-state # the --gguf record for rvl serve; not brought back
+pack() { tar czf "$o.tgz" -C "$(dirname "$o")" "$(basename "$o")"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$o/nvidia-smi.txt" 2>&1
 nproc >"$o/nproc.txt"
 SECONDS=0

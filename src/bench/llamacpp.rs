@@ -329,12 +329,7 @@ pub fn run(job: &Job) -> LlamaCpp {
         out.runs.push(Run {
             backend,
             device: printed.device,
-            exit: match &raw.ended {
-                crate::prefill::parse::Ended::Exit(c) => format!("exit status {c}"),
-                crate::prefill::parse::Ended::Signal(n) => crate::prefill::parse::signal_name(*n),
-                crate::prefill::parse::Ended::Timeout(s) => format!("stopped after {s} s"),
-                crate::prefill::parse::Ended::NotStarted(_) => "not started".into(),
-            },
+            exit: raw.ended.words(),
             error,
             seconds: raw.seconds,
             argv,

@@ -7,7 +7,7 @@
 //! products, and what a finished run means; [`super::run`] runs it.
 
 use super::gguf::Weight;
-use super::parse::{signal_name, tail, Ended, TAIL_LINES};
+use super::parse::{tail, Ended, TAIL_LINES};
 use super::report::{Case, Check, CheckStatus, Side, Status};
 use crate::backend_ops::{self, MulMat, Outcome};
 use crate::output::escape_line;
@@ -62,12 +62,7 @@ pub fn judge(ended: &Ended, stdout: &str, stderr: &str, asked: usize) -> Check {
             Outcome::Timed { .. } => {}
         }
     }
-    let exit = match ended {
-        Ended::Exit(c) => format!("exit status {c}"),
-        Ended::Signal(n) => signal_name(*n),
-        Ended::Timeout(s) => format!("killed after {s} s"),
-        Ended::NotStarted(_) => "not started".into(),
-    };
+    let exit = ended.words();
     let finished = passed + not_supported == asked;
     let (status, detail) = if first_failure.is_some() {
         // The tool exits 1 when a case fails: that is the answer, not an error.

@@ -81,6 +81,19 @@ pub fn parse_output(stdout: &str, prompt: u32) -> Result<BenchLine, String> {
     })
 }
 
+impl Ended {
+    /// How it ended, in the words the reports use: "exit status 3", "SIGABRT", "killed after
+    /// 300 s", "not started".
+    pub fn words(&self) -> String {
+        match self {
+            Ended::Exit(c) => format!("exit status {c}"),
+            Ended::Signal(n) => signal_name(*n),
+            Ended::Timeout(s) => format!("killed after {s} s"),
+            Ended::NotStarted(_) => "not started".into(),
+        }
+    }
+}
+
 /// The usual name of a signal number (Linux numbering), "signal N" for the rest.
 pub fn signal_name(n: i32) -> String {
     let name = match n {

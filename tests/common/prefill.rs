@@ -191,6 +191,24 @@ impl Bench {
     }
 }
 
+/// A `smoke-bench --gguf` run of a model named `model_name` (the tensor table of
+/// [`weights_gguf`]) at GPU ubatches `ubatches`, whose check finds wrong results at `wrong_at`,
+/// recorded for `rvl serve` under `state_home` (its XDG_STATE_HOME).
+pub fn record_wrong_results(
+    model_name: &str,
+    ubatches: &str,
+    wrong_at: &str,
+    state_home: &std::path::Path,
+) {
+    let b = stand_in_named("", model_name);
+    fs::write(&b.model, weights_gguf()).unwrap();
+    b.rvl(&["--ubatch", ubatches, "--no-cpu"])
+        .env("XDG_STATE_HOME", state_home)
+        .env("TBO_WRONG_AT", wrong_at)
+        .run()
+        .expect_code(rvl::exit::PROBLEMS);
+}
+
 /// A GGUF header with the tiny generated model's tensor table (2 layers, hidden 128, FFN 384,
 /// f16 matrices, a 32000-token LM head) and no tensor data: enough for the correctness check's
 /// shapes (the stand-ins never read the model).
