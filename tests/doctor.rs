@@ -339,6 +339,44 @@ const SCENARIOS: &[Scenario] = &[
             ("render-node", "summary", &["/dev/dri/renderD129"]),
         ],
     },
+    // Turing RK1 on a mainline kernel whose RK1 device tree enables &gpu: the healthy stack.
+    Scenario {
+        root: "turing-rk1-mainline",
+        code: exit::OK,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "pass"),
+            ("gpu-driver", "pass"),
+            ("render-node", "pass"),
+            ("firmware", "pass"),
+            ("vulkan-icd", "pass"),
+        ],
+        says: &[("board", "summary", &["profile turing-rk1"])],
+    },
+    // Turing RK1 on 6.12: panthor is in the kernel, but that release's RK1 DT has no &gpu block.
+    Scenario {
+        root: "turing-rk1-gpu-disabled",
+        code: exit::PROBLEMS,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "fail"),
+            ("gpu-driver", "fail"),
+            ("render-node", "skip"),
+        ],
+        says: &[
+            (
+                "kernel",
+                "summary",
+                &["6.12.48+deb13-arm64 is older than mainline 6.13"],
+            ),
+            ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
+            (
+                "gpu-driver",
+                "fix",
+                &["boot mainline ≥ 6.13", "mali-supply = <&vdd_gpu_s0>"],
+            ),
+        ],
+    },
 ];
 
 #[test]
