@@ -401,9 +401,16 @@ pub struct LlamaInstall {
     pub server_executable: bool,
     /// `bin/llama-bench` likewise.
     pub bench_executable: bool,
+    /// `bin/ggml-rpc-server` likewise: llama.cpp's RPC worker, built with `-DGGML_RPC=ON`
+    /// (builds before rvl enabled RPC have none, and their llama-server has no `--rpc`).
+    #[serde(default)]
+    pub rpc_server_executable: bool,
 }
 
 impl LlamaInstall {
+    pub fn rpc_server(&self) -> String {
+        format!("{}/bin/{}", self.prefix, crate::rpc::RPC_SERVER)
+    }
     pub fn server(&self) -> String {
         format!("{}/bin/llama-server", self.prefix)
     }

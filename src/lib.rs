@@ -29,6 +29,7 @@ pub mod patchlevel;
 pub mod prefill;
 pub mod profile;
 pub mod report;
+pub mod rpc;
 pub mod saved;
 pub mod serve;
 pub mod settings;

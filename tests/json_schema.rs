@@ -93,10 +93,38 @@ fn serve_documents_follow_the_schema() {
     common::plant_llama(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl1", true);
     let doc = print(&fx);
     assert_eq!(doc["command"], "serve");
+    assert_eq!(doc["role"], "llama-server");
     assert_eq!(
         doc["argv"][0],
         "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-server"
     );
+    let head = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "m.gguf",
+            "--rpc",
+            "10.0.0.2:50052",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(head["rpc"], serde_json::json!(["10.0.0.2:50052"]));
+    let worker = checked(rvl(&["serve", "--print", "--json", "--rpc-worker"]).root(&fx));
+    assert_eq!(worker["role"], "rpc-worker");
+    assert_eq!(worker["listen"], "127.0.0.1:50052");
+    let wildcard = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "--rpc-worker",
+            "--host",
+            "0.0.0.0",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(wildcard["error"]["kind"], "usage");
 }
 
 #[cfg(feature = "bench")]

@@ -135,6 +135,7 @@ mod tests {
             },
             prompt_tokens: 512,
             llama_bench: LlamaBench::default(),
+            rpc: Vec::new(),
             vulkan_device: None,
             rvl_panvk: None,
             cpu_threads: None,

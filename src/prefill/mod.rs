@@ -102,17 +102,29 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
     let (model, shapes) = model_file(&plan.model)?;
+    // A worker that is down would fail every GPU case, minutes later: say so now.
+    for w in &plan.rpc {
+        host::rpc::connects(w, host::rpc::CONNECT_TIMEOUT).map_err(Error::Tool)?;
+    }
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
     let env = llama::launch_env(&inv);
     let progress = settings.progress(args.json);
     if progress {
         eprintln!(
-            "smoke-bench: {} with {bench}, pp{}, {} runs of at most {} s each",
+            "smoke-bench: {} with {bench}, pp{}, {} runs of at most {} s each{}",
             escape_line(&model.file_name),
             plan.prompt,
             plan.cases().len(),
-            plan.timeout.as_secs()
+            plan.timeout.as_secs(),
+            if plan.rpc.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; GPU runs with RPC workers {}",
+                    crate::rpc::join(&plan.rpc)
+                )
+            }
         );
     }
     let (rows, line) = sweep(&plan, &bench, &env, progress);
@@ -336,8 +348,9 @@ fn sweep(
             );
         }
         let raw = run::run(&argv, env, plan.timeout);
+        let rpc = side == Side::Gpu && !plan.rpc.is_empty();
         let (mut case, line) =
-            parse::classify(side, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
+            parse::classify(side, rpc, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
         case.seconds = raw.seconds;
         case.argv = argv;
         if progress {
@@ -452,6 +465,11 @@ fn build_report(
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
         model,
         prompt_tokens: plan.prompt,
+        rpc: plan
+            .rpc
+            .iter()
+            .map(crate::rpc::Endpoint::to_string)
+            .collect(),
         llama_bench: LlamaBench {
             path: bench.to_string(),
             build_commit: line.build_commit,
@@ -524,6 +542,7 @@ mod tests {
             stamp_error: None,
             server_executable: true,
             bench_executable: true,
+            rpc_server_executable: true,
         };
         let facts = LlamaFacts {
             installs: vec![inst],

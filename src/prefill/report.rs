@@ -15,6 +15,10 @@ pub struct Report {
     /// Prompt tokens per llama-bench run (`-p`).
     pub prompt_tokens: u32,
     pub llama_bench: LlamaBench,
+    /// The llama.cpp RPC workers the GPU runs used besides this board (`--rpc`), as
+    /// `HOST:PORT`; empty for this board alone.
+    #[serde(default)]
+    pub rpc: Vec<String>,
     /// The Vulkan device ggml uses as rvl's own loader sees it (driver and Mesa version), when
     /// rvl could look.
     pub vulkan_device: Option<VulkanDevice>,

@@ -346,6 +346,7 @@ mod tests {
             }),
             server_executable: true,
             bench_executable: true,
+            rpc_server_executable: true,
             ..Default::default()
         }
     }
