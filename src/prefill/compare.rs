@@ -26,7 +26,21 @@ pub struct Comparison {
     /// compare.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// Set when the GPU runs used other RPC workers than the saved run's (this board alone
+    /// against workers is the comparison `--rpc` is for): "this board alone, now with RPC
+    /// workers 192.168.1.11:50052".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_runs: Option<String>,
     pub rows: Vec<Row>,
+}
+
+/// "this board alone" or "with RPC workers A,B".
+fn gpu_runs(rpc: &[String]) -> String {
+    if rpc.is_empty() {
+        "this board alone".to_string()
+    } else {
+        format!("with RPC workers {}", rpc.join(","))
+    }
 }
 
 fn cases(r: &Report) -> impl Iterator<Item = (u32, &Case)> {
@@ -99,6 +113,8 @@ pub fn compare(before: &Report, now: &Report) -> Comparison {
                 differs.join(", ")
             )
         }),
+        gpu_runs: (before.rpc != now.rpc)
+            .then(|| format!("{}, now {}", gpu_runs(&before.rpc), gpu_runs(&now.rpc))),
         rows,
     }
 }

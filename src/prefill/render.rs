@@ -78,6 +78,13 @@ fn header(o: &mut String, r: &Report, style: Style) {
             let _ = writeln!(o, "CPU runs: skipped (--no-cpu)");
         }
     }
+    if !r.rpc.is_empty() {
+        let _ = writeln!(
+            o,
+            "GPU runs: with RPC workers {} (llama-bench -rpc), besides any GPU of this board",
+            escape_line(&r.rpc.join(","))
+        );
+    }
 }
 
 /// 5000 -> "5,000".
@@ -170,8 +177,13 @@ fn table(o: &mut String, r: &Report, style: Style) {
         Some(b) => {
             let _ = writeln!(
                 o,
-                "fastest GPU ubatch that ran: {b} (rvl serve {} uses it)",
-                escape_line(&r.model.file_name)
+                "fastest GPU ubatch that ran: {b} (rvl serve {}{} uses it)",
+                escape_line(&r.model.file_name),
+                if r.rpc.is_empty() {
+                    String::new()
+                } else {
+                    format!(" --rpc {}", escape_line(&r.rpc.join(",")))
+                }
             );
         }
         None => {
@@ -233,6 +245,9 @@ pub fn render_comparison(c: &Comparison, style: Style) -> String {
             "{}",
             style.yellow(&format!("warning: {}", escape_line(w)))
         );
+    }
+    if let Some(g) = &c.gpu_runs {
+        let _ = writeln!(o, "GPU runs before: {}", escape_line(g));
     }
     let _ = writeln!(o, "| ubatch | side | before | now | change |");
     let _ = writeln!(o, "|---:|---|---:|---:|---:|");
