@@ -10,7 +10,9 @@
 #   --tree DIR     use this Mesa tree (a checkout or unpacked tarball) instead
 #                  of checking one out of the mirror; it is copied, never changed
 #   --mirror GIT   bare git dir of github:leegao/mesa-26.2 (default: the fetch
-#                  tool's /work/.mirror/leegao+mesa-26.2/repo), commit $MESA_COMMIT
+#                  tool's /work/.mirror/leegao+mesa-26.2/repo), commit $MESA_COMMIT,
+#                  plus mesa-rc1-26.2.4-backports.patch (the two 26.2.4 changes
+#                  patches/mesa sits on; MESA_BACKPORTS=0 leaves plain rc1)
 #   --tests        also run the panfrost unit tests (meson test --suite panfrost)
 #
 # Everything goes under $MESA_LAB (default /work/mesa-lab, outside the repo):
@@ -126,11 +128,14 @@ fi
 mkdir -p "$CH/lab/ccache"
 
 # ---- (b) the tree (c) the series
+BACKPORTS="${MESA_BACKPORTS:-1}"
+BACKPORT_PATCH="$REPO_ROOT/scripts/panvk-lab/mesa-rc1-26.2.4-backports.patch"
 stamp_want="$MESA_COMMIT"
+[ -z "$tree" ] && [ "$BACKPORTS" = 1 ] && stamp_want="$MESA_COMMIT+backports-$(sha256sum <"$BACKPORT_PATCH" | cut -c1-16)"
 series="$REPO_ROOT/patches/mesa/series"
 if [ "$patched" = 1 ]; then
     [ -s "$series" ] || die "--patched but $series is empty or missing"
-    stamp_want="$MESA_COMMIT+$(cd "$REPO_ROOT/patches/mesa" && cat series $(grep -v '^#' series) | sha256sum | cut -c1-16)"
+    stamp_want="$stamp_want+$(cd "$REPO_ROOT/patches/mesa" && cat series $(grep -v '^#' series) | sha256sum | cut -c1-16)"
 fi
 [ -n "$tree" ] && stamp_want="$stamp_want tree=$(realpath "$tree")"
 if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; then
@@ -162,6 +167,14 @@ if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; 
         git -C "$SRC.tmp" init -q
         git -C "$SRC.tmp" add -A
         git -C "$SRC.tmp" -c user.name=lab -c user.email=lab@localhost commit -q -m "Mesa $(cat "$SRC.tmp/VERSION") ($MESA_COMMIT)"
+        # patches/mesa is rebased on 26.2.4, whose tarball does not download here: the two
+        # 26.2.4 changes it sits on, backported to rc1 (docs/mesa-26.2.4-rebase.md), make the
+        # lab tree for stock and patched builds alike.
+        if [ "$BACKPORTS" = 1 ]; then
+            step "applying $(basename "$BACKPORT_PATCH") (rc1 + the 26.2.4 TLS-size and malloc-check changes)"
+            git -C "$SRC.tmp" -c user.name=lab -c user.email=lab@localhost am -q --keep-cr "$BACKPORT_PATCH" ||
+                die "$BACKPORT_PATCH does not apply to $MESA_COMMIT"
+        fi
     fi
     printf 'VERSION %s\n' "$(cat "$SRC.tmp/VERSION")"
     if [ "$patched" = 1 ]; then

@@ -64,6 +64,16 @@ if [ -s "$mdir/series" ]; then
             mkdir -p "$tmp/$(dirname "$t")"
             cp "$tree/$t" "$tmp/$t"
         done
+        # A tree still at plain rc1 (no 26.2.4 backports in its .lab-tree stamp) gets them first,
+        # as build-mesa.sh does.
+        bp="$repo/scripts/panvk-lab/mesa-rc1-26.2.4-backports.patch"
+        if [ -f "$tree/.lab-tree" ] && ! grep -q backports "$tree/.lab-tree" && [ -z "${MESA_TREE:-}" ]; then
+            for t in $(grep '^diff --git' "$bp" | awk '{print substr($3, 3)}'); do
+                mkdir -p "$tmp/$(dirname "$t")"
+                cp "$tree/$t" "$tmp/$t"
+            done
+            (cd "$tmp" && git apply --whitespace=nowarn "$bp") || fail "the 26.2.4 backports do not apply to $tree"
+        fi
         while IFS= read -r p || [ -n "$p" ]; do
             case "$p" in '' | '#'*) continue ;; esac
             (cd "$tmp" && git apply --whitespace=nowarn "$mdir/$p") ||
