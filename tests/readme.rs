@@ -249,7 +249,10 @@ fn the_readme_cites_no_file_outside_the_repository() {
     for word in text.split(['`', ' ', '(', ')', ',', ';']) {
         let word = word.trim_end_matches(['.', ':']);
         if word.starts_with("docs/") && word.ends_with(".md") {
-            assert!(root.join(word).is_file(), "README names {word}, not in the repository");
+            assert!(
+                root.join(word).is_file(),
+                "README names {word}, not in the repository"
+            );
         }
     }
 }
