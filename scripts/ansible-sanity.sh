@@ -34,7 +34,8 @@ pin="$(sed -n 's/^ansible-core==\([^ #]*\).*/\1/p' "$req")"
 
 mkdir -p "$venv"
 venv="$(cd "$venv" && pwd)"
-if ! "$venv/bin/ansible-playbook" --version 2>/dev/null | grep -q "core $pin\]"; then
+have="$("$venv/bin/ansible-playbook" --version 2>/dev/null || true)"
+if [[ "$have" != *"[core $pin]"* ]]; then
     say "ansible-core $pin into $venv"
     python3 -m venv --clear "$venv" >&2
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2

@@ -419,10 +419,11 @@ fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_the
     second_plan_is_empty_and_rollback_restores(&fx, &a.manifest, "llama-cpp", none.path(), &before);
 }
 
-#[test]
-fn a_llama_cpp_build_without_the_rpc_worker_fails_the_step_and_installs_nothing() {
-    // A tree whose RPC backend is switched off whatever the flags say: no ggml-rpc-server.
-    let cmake = LLAMA_CMAKE.replace("if(GGML_RPC)", "if(FALSE)");
+/// The stand-in llama.cpp with `from` in its CMakeLists.txt replaced by `to`, built by the
+/// llama-cpp step: the step fails saying `why`, and the root is as it was.
+fn a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(from: &str, to: &str, why: &str) {
+    let cmake = LLAMA_CMAKE.replace(from, to);
+    assert_ne!(cmake, LLAMA_CMAKE, "{from}");
     let tarball = tar_xz(&[
         ("llama.cpp-b9999/CMakeLists.txt", &cmake, 0o644),
         (
@@ -452,44 +453,27 @@ fn a_llama_cpp_build_without_the_rpc_worker_fails_the_step_and_installs_nothing(
         .run()
         .expect_code(exit::PROBLEMS)
         .expect_stderr("step llama-cpp failed")
-        .expect_stderr("the build installed no bin/ggml-rpc-server");
+        .expect_stderr(why);
     assert_same(&before, &snapshot(fx.path()));
 }
 
 #[test]
-fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
-    let cmake = LLAMA_CMAKE.replace("if(LLAMA_BUILD_TESTS)", "if(FALSE)");
-    let tarball = tar_xz(&[
-        ("llama.cpp-b9999/CMakeLists.txt", &cmake, 0o644),
-        (
-            "llama.cpp-b9999/main.c",
-            "int main(void) { return 0; }\n",
-            0o644,
-        ),
-    ]);
-    let a = artifacts(
-        &firmware_bytes(),
-        None,
-        &[(
-            "llama.cpp",
-            "b9999",
-            "llama.cpp-b9999.tar.xz",
-            &tarball,
-            "llama.cpp-b9999",
-            "cmake",
-        )],
+fn a_llama_cpp_build_without_the_rpc_worker_fails_the_step_and_installs_nothing() {
+    // A tree whose RPC backend is switched off whatever the flags say: no ggml-rpc-server.
+    a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(
+        "if(GGML_RPC)",
+        "if(FALSE)",
+        "the build installed no bin/ggml-rpc-server",
     );
-    let fx = Fixture::copy("boltzmann-extlinux");
-    let none = tempfile::tempdir().unwrap();
-    let before = snapshot(fx.path());
-    boltzmann(&fx, &a.manifest, "llama-cpp")
-        .env("RVL_PATCHES_DIR", none.path())
-        .arg("--yes")
-        .run()
-        .expect_code(exit::PROBLEMS)
-        .expect_stderr("step llama-cpp failed")
-        .expect_stderr("the build made no test-backend-ops");
-    assert_same(&before, &snapshot(fx.path()));
+}
+
+#[test]
+fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
+    a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(
+        "if(LLAMA_BUILD_TESTS)",
+        "if(FALSE)",
+        "the build made no test-backend-ops",
+    );
 }
 
 #[test]

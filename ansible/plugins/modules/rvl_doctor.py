@@ -19,30 +19,9 @@ description:
     profile or manifest file, a usage error).
 author:
   - rvl contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - rvl.fleet.system
 options:
-  rvl:
-    description:
-      - The rvl executable, a path or a name looked up on the target's PATH.
-    type: str
-    default: rvl
-  root:
-    description:
-      - The file-system root rvl reads (a mounted image, a fake tree in tests).
-    type: path
-    default: /
-  board:
-    description:
-      - The board profile to use (C(boltzmann), C(turing-rk1), ...) instead of detecting the
-        board from its device tree.
-    type: str
-  profiles:
-    description:
-      - A directory of board profiles that replaces the built-in set.
-    type: path
-  manifest:
-    description:
-      - An artifact manifest that replaces the built-in one (firmware is recognised by it).
-    type: path
   only:
     description:
       - Run only these checks (ids as C(rvl doctor --list-checks) prints them).

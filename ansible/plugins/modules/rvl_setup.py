@@ -23,31 +23,9 @@ description:
     fails it with the reason and the fix, after the other steps were applied.
 author:
   - rvl contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - rvl.fleet.system
 options:
-  rvl:
-    description:
-      - The rvl executable, a path or a name looked up on the target's PATH.
-    type: str
-    default: rvl
-  root:
-    description:
-      - The file-system root rvl changes (a mounted image, a fake tree in tests). Changing C(/)
-        needs root, so use C(become) there.
-    type: path
-    default: /
-  board:
-    description:
-      - The board profile (C(boltzmann), C(ampere), C(turing-rk1), ...) instead of detecting the
-        board from its device tree.
-    type: str
-  profiles:
-    description:
-      - A directory of board profiles that replaces the built-in set.
-    type: path
-  manifest:
-    description:
-      - An artifact manifest that replaces the built-in one (pinned firmware, Mesa, llama.cpp).
-    type: path
   only:
     description:
       - Plan only these steps (C(kernel), C(gpu-overlay), C(firmware), C(mesa), C(icd),
