@@ -24,6 +24,22 @@ const PREFIX: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1";
 /// Tokens generated per request: enough to tell two runs apart, few for lavapipe.
 const N_PREDICT: usize = 8;
 
+/// The tests run one at a time: lavapipe compiles ggml's pipelines on the CPU (minutes with a
+/// cold cache on 2 cores), and the second test finds them in Mesa's shader cache.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Mesa's shader cache for every lavapipe in these tests, rvl's llama-bench runs included
+/// (rvl runs start from an empty environment): the user's, else one under the build dir.
+fn shader_cache() -> std::path::PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+}
+
 /// The argv of `rvl serve --print --json ARGS` on a healthy fixture board with rvl's build.
 fn serve_argv(fx: &Fixture, args: &[&str]) -> Vec<String> {
     let doc = rvl(&["serve", "--print", "--json"])
@@ -77,7 +93,9 @@ fn workers(l: &Llama, fx: &Fixture, dir: &Path) -> Workers {
         );
         let mut c = Command::new(&bin);
         // ggml skips CPU-type Vulkan devices such as lavapipe unless they are named.
-        c.args(&argv[1..]).env("GGML_VK_VISIBLE_DEVICES", "0");
+        c.args(&argv[1..])
+            .env("GGML_VK_VISIBLE_DEVICES", "0")
+            .env("XDG_CACHE_HOME", shader_cache());
         c
     });
     let cpu = Server::start("rpc-cpu", dir, Duration::from_secs(60), |port| {
@@ -177,6 +195,7 @@ fn small(port: u16) -> Vec<String> {
 #[test]
 fn llama_server_gives_the_same_greedy_tokens_through_two_rpc_workers_as_in_one_process() {
     let Some(l) = llama() else { return };
+    let _one_at_a_time = serial();
     let t0 = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let (model, _) = tiny_model(&l, dir.path());
@@ -248,6 +267,7 @@ fn llama_server_gives_the_same_greedy_tokens_through_two_rpc_workers_as_in_one_p
 #[test]
 fn smoke_bench_gguf_rpc_measures_pp_through_the_workers_with_the_statuses_of_the_local_sweep() {
     let Some(l) = llama() else { return };
+    let _one_at_a_time = serial();
     let t0 = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let (model, _) = tiny_model(&l, dir.path());
@@ -261,6 +281,7 @@ fn smoke_bench_gguf_rpc_measures_pp_through_the_workers_with_the_statuses_of_the
             .arg(&l.bench)
             .args(extra)
             .env("XDG_STATE_HOME", dir.path().join("state"))
+            .env("XDG_CACHE_HOME", shader_cache())
     };
     // This board alone: lavapipe (named, or ggml skips it) beside the CPU.
     let saved = dir.path().join("local.json");
