@@ -346,6 +346,12 @@ pub struct ServeArgs {
     #[arg(long, requires = "print")]
     pub json: bool,
 
+    /// Hold the GPU at its top OPP for as long as llama-server (or the RPC worker) runs
+    /// (performance governor, else min_freq) and put devfreq back when it exits; Ctrl-C and
+    /// SIGTERM go on to the server (root only)
+    #[arg(long, conflicts_with = "print")]
+    pub max_clock: bool,
+
     /// More llama-server (or ggml-rpc-server) arguments, after `--` (they come last, so they win)
     #[arg(last = true, value_name = "EXTRA")]
     pub extra: Vec<String>,

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod bootcfg;
 pub mod cli;
+pub mod clockpin;
 pub mod digest;
 pub mod doctor;
 pub mod error;

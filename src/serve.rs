@@ -8,10 +8,17 @@
 //! unless named: [`crate::rpc::listen`]). The verb gathers the same inventory doctor does,
 //! refuses when doctor's blocking checks fail, checks that each `--rpc` worker answers, prints
 //! the command line, and then (without `--print`) execs it, so signals and the exit status are
-//! the tool's own.
+//! the tool's own. With `--max-clock` rvl stays: it pins the GPU's clock, runs the tool in its
+//! own process group, passes SIGINT/SIGTERM/SIGHUP on to it, waits, restores devfreq and exits
+//! with the tool's status.
 
 use std::collections::BTreeMap;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use crate::clockpin::{self, OnSignal};
 
 use crate::doctor::checks;
 use crate::doctor::context::Context;
@@ -72,6 +79,12 @@ pub struct ServeOutcome {
     /// rpc-worker: the address and port it listens on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
+    /// With `--max-clock`: the tool's exit status (128 + the signal that ended it).
+    #[serde(skip)]
+    pub exit: Option<i32>,
+    /// The command line was printed before the tool started.
+    #[serde(skip)]
+    pub printed: bool,
 }
 
 /// The ubatch a recorded `smoke-bench --gguf` run of this model chose, and the record's path.
@@ -83,10 +96,13 @@ pub struct Measured {
 
 impl Outcome for ServeOutcome {
     fn exit_code(&self) -> i32 {
-        exit::OK
+        self.exit.unwrap_or(exit::OK)
     }
 
     fn human(&self, _style: Style) -> String {
+        if self.printed {
+            return String::new();
+        }
         format!("{}\n", escape_control(&self.command_line))
     }
 }
@@ -180,6 +196,8 @@ pub fn plan(
         ubatch_from: Some(ubatch_from),
         rpc: Some(rpc.iter().map(Endpoint::to_string).collect()),
         listen: None,
+        exit: None,
+        printed: false,
     })
 }
 
@@ -220,6 +238,8 @@ pub fn worker_plan(
         ubatch_from: None,
         rpc: None,
         listen: Some(listen.to_string()),
+        exit: None,
+        printed: false,
     })
 }
 
@@ -286,8 +306,25 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         crate::rpc::workers(&args.rpc).map_err(Error::Usage)?
     };
     let root = Root::open_dir(&args.system.root)?;
-    // Another system's binaries are never run here: under --root there is only the command.
-    if !root.is_live() && !args.print {
+    // Another system's binaries are never run here: under --root there is only the command,
+    // unless the caller names stand-ins (RVL_ROOT_TOOLS, as setup's tools): the tool of the
+    // same name in that directory.
+    let tool_name = if args.rpc_worker {
+        crate::rpc::RPC_SERVER
+    } else {
+        "llama-server"
+    };
+    let stand_in: Option<PathBuf> = if root.is_live() {
+        None
+    } else {
+        settings
+            .vars
+            .root_tools
+            .as_ref()
+            .map(|d| d.join(tool_name))
+            .filter(|p| p.is_file())
+    };
+    if !root.is_live() && !args.print && stand_in.is_none() {
         return Err(Error::Usage(
             "--root: rvl serve only prints another system's command; add --print".into(),
         )
@@ -316,15 +353,10 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         manifest: &manifest,
         no_vulkan: false,
     };
-    let tool = if listen.is_some() {
-        crate::rpc::RPC_SERVER
-    } else {
-        "llama-server"
-    };
     let failing = blocking_failures(&ctx);
     if !failing.is_empty() {
         return Err(Error::Refused(format!(
-            "refusing to start {tool}: doctor's blocking checks fail:\n  {}\n(rvl doctor shows the details)",
+            "refusing to start {tool_name}: doctor's blocking checks fail:\n  {}\n(rvl doctor shows the details)",
             failing.join("\n  ")
         ))
         .into());
@@ -334,7 +366,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         if !args.json {
             eprintln!("{}", worker_note(listen));
         }
-        return start(out, args, settings);
+        return start(out, args, settings, &root, stand_in);
     }
     let Some(model_path) = args.model.as_deref() else {
         return Err(Error::Usage("rvl serve needs MODEL.gguf (or --rpc-worker)".into()).into());
@@ -352,7 +384,8 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             escape_control(&m.record)
         );
     }
-    if !args.print && !workers.is_empty() {
+    // Stand-ins (tests) have no workers to ask; a live head asks each before it starts.
+    if !args.print && !workers.is_empty() && stand_in.is_none() {
         // llama.cpp aborts with a backtrace on a worker it cannot reach; say which, and how
         // to start it, before anything starts.
         let lines = crate::host::rpc::check(&out.argv[0], &out.env, &workers).map_err(|e| {
@@ -365,25 +398,77 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             eprintln!("rvl serve: worker {}", escape_control(&l));
         }
     }
-    start(out, args, settings)
+    start(out, args, settings, &root, stand_in)
 }
 
-/// `--print` returns the plan; otherwise print the command line and exec it.
+/// `--print` returns the plan; otherwise print the command line and exec the tool (or, with
+/// `--max-clock`, pin the GPU clock, run it and wait).
 fn start(
-    out: ServeOutcome,
+    mut out: ServeOutcome,
     args: &cli::ServeArgs,
     settings: &Settings,
+    root: &Root,
+    stand_in: Option<PathBuf>,
 ) -> anyhow::Result<ServeOutcome> {
     if args.print {
         return Ok(out);
     }
+    let tool = out.argv[0]
+        .rsplit('/')
+        .next()
+        .unwrap_or("the tool")
+        .to_string();
+    let program = stand_in.unwrap_or_else(|| PathBuf::from(&out.argv[0]));
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(&out.argv[1..]).envs(&out.env);
+    if !root.is_live() {
+        let base = std::fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        cmd.env("RVL_ROOT", base);
+    }
+    // The node is pinned (or the run refused) before the tool starts.
+    let pin = if args.max_clock {
+        let devfreq_root = settings
+            .vars
+            .devfreq_root
+            .as_ref()
+            .map_or_else(|| root.clone(), Root::new);
+        let child = Arc::new(AtomicI32::new(0));
+        let pin = clockpin::pin(&devfreq_root, "serve", OnSignal::Forward(child.clone()))?;
+        eprintln!(
+            "rvl serve: GPU clock held at the top while {tool} runs: {} {} -> {} (now {})",
+            pin.change.attribute,
+            pin.change.from,
+            pin.change.to,
+            pin.now()
+        );
+        Some((pin, child))
+    } else {
+        None
+    };
     crate::output::print_text(&out.human(settings.style));
-    // exec replaces rvl: the tool gets the terminal, the signals and the exit status.
-    let err = std::process::Command::new(&out.argv[0])
-        .args(&out.argv[1..])
-        .envs(&out.env)
-        .exec();
-    Err(Error::Tool(format!("cannot run {}: {err}", out.argv[0])).into())
+    let Some((pin, child_pid)) = pin else {
+        // exec replaces rvl: the tool gets the terminal, the signals and the exit status.
+        let err = cmd.exec();
+        return Err(Error::Tool(format!("cannot run {}: {err}", program.display())).into());
+    };
+    // Its own process group: a Ctrl-C reaches it once, through rvl, not twice.
+    cmd.process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::Tool(format!("cannot run {}: {e}", program.display())))?;
+    child_pid.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+    let status = child.wait();
+    child_pid.store(0, Ordering::SeqCst);
+    drop(pin);
+    let status =
+        status.map_err(|e| Error::Tool(format!("waiting for {}: {e}", program.display())))?;
+    out.exit = Some(
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)),
+    );
+    out.printed = true;
+    Ok(out)
 }
 
 /// The ubatch of `model`'s last `smoke-bench --gguf` run, from its record inside the root (at

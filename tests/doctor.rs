@@ -1181,6 +1181,36 @@ fn gpu_clock_evidence_gives_the_time_share_at_the_top_opp_from_trans_stat() {
 }
 
 #[test]
+fn gpu_clock_warns_that_simple_ondemand_stays_low_for_compute_on_panthor_before_6_10_3() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    // The fixture's 7.0 counts a job as busy when it is submitted: the governor rises.
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "pass", "{c:#}");
+    says(
+        &c["evidence"].to_string(),
+        &["panthor in 7.0.0 records a job as busy when it is submitted"],
+    );
+    // 6.10.2 lacks 896868eded12: jobs sent to a resident group were never counted.
+    fx.write("proc/sys/kernel/osrelease", "6.10.2-rockchip\n");
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &[
+            "panthor in 6.10.2 does not count jobs sent to a resident group as busy",
+            "near min_freq (300 MHz) under compute",
+        ],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &[
+            "echo performance | sudo tee /sys/class/devfreq/fb000000.gpu/governor",
+            "sudo rvl serve --max-clock",
+        ],
+    );
+}
+
+#[test]
 fn gpu_clock_skips_without_a_devfreq_node() {
     let fx = Fixture::copy("boltzmann-mainline");
     fx.remove("sys/class/devfreq");

@@ -459,3 +459,173 @@ fn a_ubatch_measured_on_one_board_is_not_taken_for_a_model_spread_over_workers()
         "{out}"
     );
 }
+
+/// `serve --max-clock`: rvl pins the GPU clock, runs llama-server (a stand-in from
+/// `RVL_ROOT_TOOLS`, acting on `RVL_ROOT`) and restores devfreq when it exits.
+mod max_clock {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    const NODE: &str = "sys/devices/platform/fb000000.gpu/devfreq/fb000000.gpu";
+
+    /// A llama-server that notes its arguments and the governor it ran under in
+    /// `$RVL_ROOT/ran`, then exits `$STANDIN_EXIT`, or with `STANDIN_WAIT` waits for SIGTERM or
+    /// SIGINT (noted, then exit 7).
+    const STAND_IN: &str = r#"#!/bin/sh
+node="$RVL_ROOT/sys/devices/platform/fb000000.gpu/devfreq/fb000000.gpu"
+out="$RVL_ROOT/ran"
+{ echo "args $*"; echo "governor $(cat "$node/governor")"; echo "min_freq $(cat "$node/min_freq")"; } >"$out"
+if [ -n "$STANDIN_WAIT" ]; then
+    trap 'echo "got TERM" >>"$out"; exit 7' TERM
+    trap 'echo "got INT" >>"$out"; exit 7' INT
+    touch "$RVL_ROOT/waiting"
+    while :; do sleep 0.05; done
+fi
+exit "${STANDIN_EXIT:-0}"
+"#;
+
+    fn tools() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("llama-server");
+        fs::write(&p, STAND_IN).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        d
+    }
+
+    fn ready() -> Fixture {
+        let fx = ready_root();
+        plant_llama(&fx, PREFIX, true);
+        fx
+    }
+
+    fn governor(fx: &Fixture) -> String {
+        fx.read(&format!("{NODE}/governor"))
+    }
+
+    fn run_serve(fx: &Fixture, tools: &Path, extra: &[&str]) -> common::Output {
+        rvl(&["serve"])
+            .args(extra)
+            .root(fx)
+            .arg("/models/m.gguf")
+            .env("RVL_ROOT_TOOLS", tools)
+            .env("STANDIN_EXIT", "3")
+            .run()
+    }
+
+    #[test]
+    fn the_clock_is_held_while_the_server_runs_and_the_exit_status_is_the_servers() {
+        let (fx, tools) = (ready(), tools());
+        assert_eq!(governor(&fx), "simple_ondemand\n");
+        let out = run_serve(&fx, tools.path(), &["--max-clock"]).expect_code(3);
+        let ran = fx.read("ran");
+        assert!(ran.contains("governor performance"), "{ran}\n{out}");
+        assert!(
+            ran.contains("args --model /models/m.gguf --n-gpu-layers 999 --ubatch-size 512"),
+            "{ran}"
+        );
+        assert_eq!(governor(&fx), "simple_ondemand\n", "{out}");
+        for needle in [
+            "GPU clock held at the top while llama-server runs: governor simple_ondemand -> performance",
+            "serve: GPU governor restored to simple_ondemand",
+        ] {
+            assert!(out.stderr().contains(needle), "{needle:?}: {out}");
+        }
+        // The command line is printed once, before the server starts.
+        assert_eq!(
+            out.stdout().matches("--ubatch-size 512").count(),
+            1,
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn without_max_clock_the_server_runs_under_the_governor_as_it_is() {
+        let (fx, tools) = (ready(), tools());
+        run_serve(&fx, tools.path(), &[]).expect_code(3);
+        assert!(fx.read("ran").contains("governor simple_ondemand"));
+    }
+
+    #[test]
+    fn min_freq_is_raised_when_performance_is_not_offered_and_comes_back() {
+        let (fx, tools) = (ready(), tools());
+        fx.write(
+            &format!("{NODE}/available_governors"),
+            "userspace powersave simple_ondemand\n",
+        );
+        run_serve(&fx, tools.path(), &["--max-clock"]).expect_code(3);
+        assert!(fx.read("ran").contains("min_freq 1000000000"));
+        assert_eq!(fx.read(&format!("{NODE}/min_freq")), "300000000\n");
+    }
+
+    #[test]
+    fn sigterm_and_sigint_go_on_to_the_server_and_the_clock_comes_back_after_it_exits() {
+        for sig in ["TERM", "INT"] {
+            let (fx, tools) = (ready(), tools());
+            let child = Command::new(env!("CARGO_BIN_EXE_rvl"))
+                .args(["serve", "--max-clock", "--root"])
+                .arg(fx.path())
+                .arg("/models/m.gguf")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("RVL_ROOT_TOOLS", tools.path())
+                .env("STANDIN_WAIT", "1")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let t0 = Instant::now();
+            while !fx.join("waiting").exists() {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(30),
+                    "the stand-in never started"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(governor(&fx), "performance\n", "not pinned while serving");
+            let kill = Command::new("kill")
+                .args([format!("-{sig}"), child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(kill.success());
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(7), "{sig}: {stderr}");
+            assert!(fx.read("ran").contains(&format!("got {sig}")), "{sig}");
+            assert_eq!(governor(&fx), "simple_ondemand\n", "{sig}: {stderr}");
+            assert!(
+                stderr.contains("serve: GPU governor restored to simple_ondemand"),
+                "{sig}: {stderr}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_a_devfreq_node_it_refuses_before_the_server_starts() {
+        let (fx, tools) = (ready(), tools());
+        fx.remove("sys/class/devfreq");
+        let out = run_serve(&fx, tools.path(), &["--max-clock"]).expect_code(exit::UNSUPPORTED);
+        assert!(out.stderr().contains("no GPU devfreq node"), "{out}");
+        assert!(!fx.join("ran").exists(), "the server ran: {out}");
+    }
+
+    #[test]
+    fn max_clock_with_print_is_a_usage_error_and_a_foreign_root_needs_a_stand_in() {
+        let fx = ready();
+        rvl(&["serve", "--print", "--max-clock"])
+            .root(&fx)
+            .arg("/models/m.gguf")
+            .run()
+            .expect_code(exit::USAGE);
+        rvl(&["serve", "--max-clock"])
+            .root(&fx)
+            .arg("/models/m.gguf")
+            .run()
+            .expect_code(exit::USAGE)
+            .expect_stderr("only prints another system's command");
+        assert_eq!(governor(&fx), "simple_ondemand\n");
+    }
+}
