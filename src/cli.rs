@@ -132,7 +132,7 @@ pub struct DoctorArgs {
 pub enum MesaFrom {
     /// Download the pinned Mesa release, patch and build panvk here
     Source,
-    /// Install the pinned prebuilt archive from the manifest
+    /// Install a prebuilt archive: --mesa-archive FILE, else the manifest's
     Prebuilt,
 }
 
@@ -160,6 +160,14 @@ pub struct SetupArgs {
     /// Where panvk comes from
     #[arg(long, value_enum, default_value_t = MesaFrom::Source)]
     pub mesa_from: MesaFrom,
+
+    /// With --mesa-from prebuilt: install this panvk archive (scripts/build-panvk-deb.sh makes one), verified by sha256
+    #[arg(long, value_name = "FILE")]
+    pub mesa_archive: Option<PathBuf>,
+
+    /// The sha256 --mesa-archive must have (default: the first word of FILE.sha256)
+    #[arg(long, value_name = "HEX", requires = "mesa_archive")]
+    pub mesa_sha256: Option<String>,
 
     /// Use this artifact manifest instead of the built-in one
     #[arg(long, value_name = "FILE")]

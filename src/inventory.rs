@@ -348,6 +348,9 @@ pub struct SetupFacts {
     pub panthor_config: BTreeMap<String, Option<String>>,
     /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
     pub invoking_user: Option<String>,
+    /// `apt-cache policy` of the mesa step's build dependencies (`crate::builddeps`), when the
+    /// image's apt could be asked (live, or a stand-in under `--root`).
+    pub apt_policy: Option<String>,
 }
 
 impl SetupFacts {
@@ -451,6 +454,11 @@ pub struct LlamaStamp {
     pub source_sha256: String,
     #[serde(default)]
     pub patches: Vec<StampPatch>,
+    /// llama.cpp: whether ggml's Vulkan shaders were built with integer dot product (the int-dot
+    /// matmul for quantised prefill): the build's glslc must know GL_EXT_integer_dot_product
+    /// (Debian 12's 2023.2 does not). None: the build did not say (older stamps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_dot_matmul: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

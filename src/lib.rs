@@ -6,6 +6,7 @@
 #[cfg_attr(not(feature = "bench"), path = "bench_disabled.rs")]
 pub mod bench;
 pub mod bootcfg;
+pub mod builddeps;
 pub mod cli;
 pub mod clockpin;
 pub mod digest;

@@ -398,6 +398,14 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             eprintln!("rvl serve: worker {}", escape_control(&l));
         }
     }
+    if !args.json {
+        let int_dot = llama::newest(&inv.llama)
+            .and_then(|i| i.stamp.as_ref())
+            .and_then(|s| llama::int_dot_line(s.int_dot_matmul));
+        if let Some(line) = int_dot {
+            eprintln!("rvl serve: {line}");
+        }
+    }
     start(out, args, settings, &root, stand_in)
 }
 

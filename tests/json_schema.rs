@@ -278,6 +278,19 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     assert!(compared["comparison"]["rows"].is_array());
     let usage = checked(b.rvl(&["--prompt", "0", "--json"]));
     assert_eq!(usage["error"]["kind"], "usage");
+    // With the G610 lab prediction's points (a tensor table of Mali weight types).
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::Q4_0),
+    )
+    .unwrap();
+    let g610 = checked(b.rvl(&["--ubatch", "16,64", "--no-cpu", "--json"]));
+    assert_eq!(
+        g610["prefill"]["g610_prediction"]["points"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
     // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
     #[cfg(feature = "bench")]
     if common::vulkan_instance().is_some() {

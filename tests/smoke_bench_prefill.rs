@@ -415,3 +415,70 @@ fn compare_says_when_the_saved_run_used_this_board_alone_and_this_one_rpc_worker
         assert!(out.stdout().contains(&needle), "{needle:?}: {out}");
     }
 }
+
+#[test]
+fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurement() {
+    let b = stand_in("");
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::F16),
+    )
+    .unwrap();
+    let out = b
+        .rvl(&["--ubatch", "64,16,8", "--no-cpu", "--json"])
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    let g = &doc["prefill"]["g610_prediction"];
+    assert_eq!(g["error"], serde_json::Value::Null, "{out}");
+    assert_eq!(g["by_type"][0]["ggml_type"], "f16");
+    assert_eq!(g["by_type"][0]["matrices"], 3);
+    assert_eq!(g["by_type"][0]["pipeline"], "matmul_mali_f16_f32_f16acc");
+    let rate = rvl::prefill::g610::lab_rate(1).unwrap();
+    let gflop = 49_152e-9;
+    // ubatch 8 is ggml's matrix-vector path: no lab figure
+    let points = g["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{out}");
+    let rows = doc["prefill"]["ubatches"].as_array().unwrap();
+    for (ub, want) in [(64, rate.medium_gflops), (16, rate.small_gflops)] {
+        let p = points.iter().find(|p| p["ubatch"] == ub).unwrap();
+        let t = p["tokens_per_s"].as_f64().unwrap();
+        assert!((t - want / gflop).abs() < 1e-6 * t, "{p}: {out}");
+        let row = rows.iter().find(|r| r["ubatch"] == ub).unwrap();
+        assert_eq!(row["g610_predicted_tokens_per_s"].as_f64(), Some(t));
+    }
+    let row8 = rows.iter().find(|r| r["ubatch"] == 8).unwrap();
+    assert_eq!(row8["g610_predicted_tokens_per_s"], serde_json::Value::Null);
+
+    let human = b
+        .rvl(&["--ubatch", "64", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    let s = human.stdout();
+    assert!(
+        s.contains(
+            "G610 at 1 GHz (panvk lab model, GEMM only): 0.0000492 GFLOP/token (f16 0.0000492 at "
+        ),
+        "{human}"
+    );
+    assert!(s.contains("| G610 1 GHz pred t/s | status |"), "{human}");
+}
+
+#[test]
+fn weights_of_a_type_without_a_mali_pipeline_say_why_there_is_no_g610_prediction() {
+    let b = stand_in("");
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::BF16),
+    )
+    .unwrap();
+    let out = b
+        .rvl(&["--ubatch", "64", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(!out.stdout().contains("G610 1 GHz pred"), "{out}");
+    assert!(
+        out.stdout().contains("note: no G610 lab prediction: no lab rate for the tensor type of blk.0.attn_q.weight (ggml type 30) and 2 more"),
+        "{out}"
+    );
+}

@@ -159,6 +159,7 @@ mod tests {
             ubatches: rows,
             best_gpu_ubatch: None,
             gemm_prediction: Default::default(),
+            g610_prediction: Default::default(),
             notes: Vec::new(),
             problems: false,
         }
@@ -173,6 +174,7 @@ mod tests {
             gpu_prompt_5000_s: None,
             gemm_predicted_tokens_per_s: None,
             measured_over_predicted: None,
+            g610_predicted_tokens_per_s: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! builds without the `bench` feature; with it, rvl's loader names the driver and Mesa version.
 
 pub mod compare;
+pub mod g610;
 pub mod gguf;
 pub mod parse;
 pub mod plan;
@@ -101,7 +102,14 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
-    let (model, shapes) = model_file(&plan.model)?;
+    let (model, shapes, table) = model_file(&plan.model)?;
+    let g610 = match table {
+        Ok(g) => g610::predict(&g, &plan.ubatches),
+        Err(e) => g610::G610Prediction {
+            error: Some(format!("the GGUF header gives no tensor table ({e})")),
+            ..Default::default()
+        },
+    };
     // A worker that is down would fail every GPU case, minutes later: say so now.
     for w in &plan.rpc {
         host::rpc::connects(w, host::rpc::CONNECT_TIMEOUT).map_err(Error::Tool)?;
@@ -139,7 +147,7 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
         .and_then(|p| ggml_device(p, visible));
     let prediction = gemm_prediction(&plan, shapes, device.as_ref(), settings, progress);
     let mut report = build_report(
-        &plan, model, &bench, install, line, device, rows, prediction,
+        &plan, model, &bench, install, line, device, rows, prediction, g610,
     );
     report.rvl_panvk = rvl_panvk(&inv);
     let mut outcome = PrefillOutcome {
@@ -157,9 +165,15 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     Ok(outcome)
 }
 
-/// The model file: its size and that it is GGUF (the magic), so a wrong path fails at once
-/// rather than as a dozen failed runs; and its layer shapes from the header, or why not.
-fn model_file(path: &Path) -> Result<(ModelFile, Result<gguf::Shapes, String>), Error> {
+/// The model's header: its size and that it is GGUF (the magic), so a wrong path fails at once
+/// rather than as a dozen failed runs; its layer shapes and its tensor table, or why not.
+type ModelHead = (
+    ModelFile,
+    Result<gguf::Shapes, String>,
+    Result<crate::gguf::Gguf, String>,
+);
+
+fn model_file(path: &Path) -> Result<ModelHead, Error> {
     let shown = path.display().to_string();
     let read = |n: usize| {
         crate::host::root::read_head(path, n).map_err(|e| {
@@ -189,7 +203,8 @@ fn model_file(path: &Path) -> Result<(ModelFile, Result<gguf::Shapes, String>), 
         model_type: None,
         n_params: None,
     };
-    Ok((file, gguf::shapes(&head)))
+    let table = crate::gguf::read::parse(&head, false).map_err(|e| e.to_string());
+    Ok((file, gguf::shapes(&head), table))
 }
 
 /// rvl's GEMM sweep at the model's shapes, to set beside what llama.cpp measured; on the
@@ -386,6 +401,7 @@ fn sweep(
             Some(UbatchRow {
                 gemm_predicted_tokens_per_s: None,
                 measured_over_predicted: None,
+                g610_predicted_tokens_per_s: None,
                 ubatch: ub,
                 gpu_cpu_ratio: g
                     .zip(cpu.as_ref().and_then(Case::ok_rate))
@@ -423,8 +439,14 @@ fn build_report(
     device: Option<VulkanDevice>,
     mut rows: Vec<UbatchRow>,
     prediction: report::GemmPrediction,
+    g610: g610::G610Prediction,
 ) -> Report {
     for r in &mut rows {
+        r.g610_predicted_tokens_per_s = g610
+            .points
+            .iter()
+            .find(|p| p.ubatch == r.ubatch)
+            .map(|p| p.tokens_per_s);
         r.gemm_predicted_tokens_per_s = prediction
             .points
             .iter()
@@ -450,6 +472,10 @@ fn build_report(
     match &prediction.error {
         Some(e) => notes.push(format!("no GEMM prediction beside it: {e}")),
         None => notes.push(format!("the GEMM prediction covers the linear layers only (a {} sweep{}); measured/pred below 1 is what attention, norms, RoPE, the LM head and llama.cpp's own overheads cost", plan.sweep.word(), if plan.sweep == SweepSize::Full { "" } else { "; --full screens every kernel" })),
+    }
+    match &g610.error {
+        Some(e) => notes.push(format!("no G610 lab prediction: {e}")),
+        None => notes.push(format!("the G610 prediction is the panvk lab's: the model's weight matrices at the inner-loop rates of the llama.cpp pipelines their types run ({}); a board's pp is below it by attention, the other ops, the memory system and the clock it runs at", g610::BASIS)),
     }
     if let Some(d) = &device {
         if d.kind == "cpu" {
@@ -485,6 +511,7 @@ fn build_report(
         case_timeout_s: plan.timeout.as_secs(),
         best_gpu_ubatch: report::best_gpu_ubatch(&rows),
         gemm_prediction: prediction,
+        g610_prediction: g610,
         ubatches: rows,
         notes,
         problems,
@@ -538,6 +565,7 @@ mod tests {
                         sha256: s.clone(),
                     })
                     .collect(),
+                int_dot_matmul: None,
             }),
             stamp_error: None,
             server_executable: true,

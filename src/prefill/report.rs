@@ -36,6 +36,11 @@ pub struct Report {
     /// there is none.
     #[serde(default)]
     pub gemm_prediction: GemmPrediction,
+    /// The GEMM-only prefill of the model's weight matrices on a Mali-G610 MC4 at 1 GHz, from
+    /// their tensor types and the panvk lab's rates for rvl's Mali pipelines (the ceiling a
+    /// board's measured rate is set against), or why there is none.
+    #[serde(default)]
+    pub g610_prediction: super::g610::G610Prediction,
     pub notes: Vec<String>,
     /// True when any run did not end ok.
     pub problems: bool,
@@ -94,6 +99,9 @@ pub struct UbatchRow {
     /// Measured GPU t/s over that prediction: what attention and the other ops cost.
     #[serde(default)]
     pub measured_over_predicted: Option<f64>,
+    /// The lab model's GEMM-only t/s on a G610 at 1 GHz at this ubatch (`g610_prediction`).
+    #[serde(default)]
+    pub g610_predicted_tokens_per_s: Option<f64>,
 }
 
 /// The layer shapes the prediction used and what it gave.
