@@ -1,4 +1,4 @@
-//! llama.cpp's `test-backend-ops`, as rvl's llama.cpp builds it (patch 0003 of
+//! llama.cpp's `test-backend-ops`, as rvl's llama.cpp builds it (patch 0006 of
 //! `patches/llama.cpp`: `--mul-mat TYPE:M:N:K,...`, `--perf-ms MS`, `-t N`), as data: the command
 //! lines smoke-bench runs and the parse of what the tool prints. Pure; the process is run by
 //! [`crate::prefill::run::run`] (its own process group, a time limit).

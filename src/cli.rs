@@ -27,7 +27,8 @@ pub enum Command {
     SmokeBench(BenchArgs),
     /// Show the stack as it stands: kernels, driver, firmware, ICD and Mesa, llama.cpp, setup's runs
     Status(StatusArgs),
-    /// Start rvl's llama-server on MODEL with the settings that work on panvk
+    /// Start rvl's llama-server on MODEL with the settings that work on panvk (across boards:
+    /// --rpc-worker on each worker, --rpc on the head)
     Serve(ServeArgs),
     /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
     Report(ReportArgs),
@@ -131,7 +132,7 @@ pub struct DoctorArgs {
 pub enum MesaFrom {
     /// Download the pinned Mesa release, patch and build panvk here
     Source,
-    /// Install the pinned prebuilt archive from the manifest
+    /// Install a prebuilt archive: --mesa-archive FILE, else the manifest's
     Prebuilt,
 }
 
@@ -159,6 +160,14 @@ pub struct SetupArgs {
     /// Where panvk comes from
     #[arg(long, value_enum, default_value_t = MesaFrom::Source)]
     pub mesa_from: MesaFrom,
+
+    /// With --mesa-from prebuilt: install this panvk archive (scripts/build-panvk-deb.sh makes one), verified by sha256
+    #[arg(long, value_name = "FILE")]
+    pub mesa_archive: Option<PathBuf>,
+
+    /// The sha256 --mesa-archive must have (default: the first word of FILE.sha256)
+    #[arg(long, value_name = "HEX", requires = "mesa_archive")]
+    pub mesa_sha256: Option<String>,
 
     /// Use this artifact manifest instead of the built-in one
     #[arg(long, value_name = "FILE")]
@@ -294,6 +303,16 @@ pub struct BenchArgs {
     /// With --gguf: seconds each llama-bench run may take before it is killed [default: 300]
     #[arg(long, value_name = "S", requires = "gguf")]
     pub case_timeout: Option<u64>,
+
+    /// With --gguf: run the GPU cases through these llama.cpp RPC workers too (llama-bench
+    /// --rpc; each started with `rvl serve --rpc-worker`)
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        value_delimiter = ',',
+        requires = "gguf"
+    )]
+    pub rpc: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -302,8 +321,36 @@ pub struct ServeArgs {
     pub system: SystemArgs,
 
     /// The GGUF model llama-server loads
-    #[arg(value_name = "MODEL.gguf")]
-    pub model: PathBuf,
+    #[arg(value_name = "MODEL.gguf", required_unless_present = "rpc_worker")]
+    pub model: Option<PathBuf>,
+
+    /// Spread the model over these llama.cpp RPC workers too (each started with
+    /// `rvl serve --rpc-worker`); rvl checks that each answers before starting llama-server
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        value_delimiter = ',',
+        conflicts_with = "rpc_worker"
+    )]
+    pub rpc: Vec<String>,
+
+    /// Start llama.cpp's RPC worker (ggml-rpc-server) on this board's GPU instead of
+    /// llama-server, for a head's --rpc
+    #[arg(long, conflicts_with = "model")]
+    pub rpc_worker: bool,
+
+    /// With --rpc-worker: the IPv4 address to listen on [default: 127.0.0.1, this board only]
+    #[arg(long, value_name = "ADDR")]
+    pub host: Option<String>,
+
+    /// With --rpc-worker: the port to listen on [default: 50052]
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+
+    /// With --rpc-worker: allow --host 0.0.0.0 (every interface); llama.cpp's RPC has no
+    /// authentication
+    #[arg(long)]
+    pub allow_network: bool,
 
     /// Print the command line (environment included) and stop
     #[arg(long)]
@@ -313,7 +360,13 @@ pub struct ServeArgs {
     #[arg(long, requires = "print")]
     pub json: bool,
 
-    /// More llama-server arguments, after `--` (they come last, so they win)
+    /// Hold the GPU at its top OPP for as long as llama-server (or the RPC worker) runs
+    /// (performance governor, else min_freq) and put devfreq back when it exits; Ctrl-C and
+    /// SIGTERM go on to the server (root only)
+    #[arg(long, conflicts_with = "print")]
+    pub max_clock: bool,
+
+    /// More llama-server (or ggml-rpc-server) arguments, after `--` (they come last, so they win)
     #[arg(last = true, value_name = "EXTRA")]
     pub extra: Vec<String>,
 }

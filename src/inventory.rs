@@ -348,6 +348,9 @@ pub struct SetupFacts {
     pub panthor_config: BTreeMap<String, Option<String>>,
     /// The user who ran `sudo rvl setup` (`SUDO_USER`), for the `access` step.
     pub invoking_user: Option<String>,
+    /// `apt-cache policy` of the mesa step's build dependencies (`crate::builddeps`), when the
+    /// image's apt could be asked (live, or a stand-in under `--root`).
+    pub apt_policy: Option<String>,
 }
 
 impl SetupFacts {
@@ -420,9 +423,16 @@ pub struct LlamaInstall {
     /// `bin/test-backend-ops` likewise (smoke-bench's llama.cpp columns and correctness check).
     #[serde(default)]
     pub test_backend_ops_executable: bool,
+    /// `bin/ggml-rpc-server` likewise: llama.cpp's RPC worker, built with `-DGGML_RPC=ON`
+    /// (builds before rvl enabled RPC have none, and their llama-server has no `--rpc`).
+    #[serde(default)]
+    pub rpc_server_executable: bool,
 }
 
 impl LlamaInstall {
+    pub fn rpc_server(&self) -> String {
+        format!("{}/bin/{}", self.prefix, crate::rpc::RPC_SERVER)
+    }
     pub fn server(&self) -> String {
         format!("{}/bin/llama-server", self.prefix)
     }
@@ -466,6 +476,11 @@ pub struct LlamaStamp {
     pub source_sha256: String,
     #[serde(default)]
     pub patches: Vec<StampPatch>,
+    /// llama.cpp: whether ggml's Vulkan shaders were built with integer dot product (the int-dot
+    /// matmul for quantised prefill): the build's glslc must know GL_EXT_integer_dot_product
+    /// (Debian 12's 2023.2 does not). None: the build did not say (older stamps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub int_dot_matmul: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

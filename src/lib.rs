@@ -7,7 +7,9 @@ pub mod backend_ops;
 #[cfg_attr(not(feature = "bench"), path = "bench_disabled.rs")]
 pub mod bench;
 pub mod bootcfg;
+pub mod builddeps;
 pub mod cli;
+pub mod clockpin;
 pub mod digest;
 pub mod doctor;
 pub mod error;
@@ -30,6 +32,7 @@ pub mod patchlevel;
 pub mod prefill;
 pub mod profile;
 pub mod report;
+pub mod rpc;
 pub mod saved;
 pub mod serve;
 pub mod settings;

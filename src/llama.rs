@@ -188,3 +188,41 @@ mod tests {
         assert!(launch_env(&inv).is_empty());
     }
 }
+
+/// What ggml's configure says about glslc and integer dot product, from the build log: Some(true)
+/// when the int-dot matmul shaders are built, Some(false) when this glslc lacks the extension.
+pub fn int_dot_from_log(log: &str) -> Option<bool> {
+    log.lines().rev().find_map(|l| {
+        let l = l.trim_start_matches("-- ").trim();
+        match l {
+            "GL_EXT_integer_dot_product supported by glslc" => Some(true),
+            "GL_EXT_integer_dot_product not supported by glslc" => Some(false),
+            _ => None,
+        }
+    })
+}
+
+/// The sentence doctor and serve print about the int-dot matmul path of a build.
+pub fn int_dot_line(built: Option<bool>) -> Option<&'static str> {
+    match built? {
+        true => Some("int-dot matmul: built (q4_0/q8_0 prefill uses integer dot product)"),
+        false => Some("int-dot matmul: not built (this release's glslc lacks GL_EXT_integer_dot_product, e.g. Debian 12's 2023.2); quantised prefill uses the dequantising matmul"),
+    }
+}
+
+#[cfg(test)]
+mod int_dot_tests {
+    use super::*;
+
+    #[test]
+    fn the_int_dot_path_is_read_from_ggmls_configure_output() {
+        assert_eq!(
+            int_dot_from_log("-- GL_EXT_integer_dot_product not supported by glslc\n"),
+            Some(false)
+        );
+        assert_eq!(int_dot_from_log("-- GL_KHR_cooperative_matrix supported by glslc\n-- GL_EXT_integer_dot_product supported by glslc\n"), Some(true));
+        assert_eq!(int_dot_from_log("nothing\n"), None);
+        assert!(int_dot_line(Some(false)).unwrap().contains("not built"));
+        assert_eq!(int_dot_line(None), None);
+    }
+}

@@ -26,6 +26,9 @@ pub struct Manifest {
     pub sources: Vec<Source>,
     #[serde(default)]
     pub prebuilt: Vec<Prebuilt>,
+    /// Build-only tools setup brings where the image's release has none new enough.
+    #[serde(default)]
+    pub build_tools: Vec<BuildTool>,
 }
 
 /// A known CSF firmware blob.
@@ -238,6 +241,27 @@ fn check_pip(pip: &PipSource) -> Result<(), String> {
     Ok(())
 }
 
+/// A build-only tool pinned by its archive: meson's wheel, SPIRV-Tools' and SPIRV-Headers' source.
+/// Installed under `/opt/rvl/build/`, never on the loader's or the user's path.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildTool {
+    /// `meson`, `spirv-tools` or `spirv-headers` (what setup knows how to use).
+    pub id: String,
+    pub version: String,
+    pub url: String,
+    pub size: u64,
+    pub sha256: String,
+    /// Directory inside a source archive that holds the tree (none for a wheel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+    pub licence: String,
+    pub provenance: String,
+}
+
+/// The build tools setup knows how to use.
+pub const BUILD_TOOL_IDS: [&str; 3] = ["meson", "spirv-tools", "spirv-headers"];
+
 /// A prebuilt binary archive (an install prefix packed as tar.xz).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -318,6 +342,11 @@ impl Manifest {
                 self.prebuilt
                     .iter()
                     .map(|p| (&p.id, &p.sha256, p.size, Some(&p.url))),
+            )
+            .chain(
+                self.build_tools
+                    .iter()
+                    .map(|b| (&b.id, &b.sha256, b.size, Some(&b.url))),
             );
         for (id, sha, size, url) in all {
             if !ids.insert(id.as_str()) {
@@ -387,6 +416,25 @@ impl Manifest {
                 ],
             )?;
         }
+        for b in &self.build_tools {
+            if !BUILD_TOOL_IDS.contains(&b.id.as_str()) {
+                return Err(format!(
+                    "build tool `{}`: unknown id (known: {})",
+                    b.id,
+                    BUILD_TOOL_IDS.join(", ")
+                ));
+            }
+            check(
+                "build tool",
+                &b.id,
+                &[
+                    ("version", &b.version, version),
+                    ("tree", b.tree.as_deref().unwrap_or("x"), relative_path),
+                    ("licence", &b.licence, control_free),
+                    ("provenance", &b.provenance, control_free),
+                ],
+            )?;
+        }
         for p in &self.prebuilt {
             check(
                 "prebuilt",
@@ -414,6 +462,10 @@ impl Manifest {
         self.firmware
             .iter()
             .find(|f| f.recommended && f.for_panthor)
+    }
+
+    pub fn build_tool(&self, id: &str) -> Option<&BuildTool> {
+        self.build_tools.iter().find(|b| b.id == id)
     }
 
     pub fn source(&self, id: &str) -> Option<&Source> {
@@ -547,11 +599,30 @@ mod tests {
     }
 
     #[test]
+    fn the_build_tools_are_pinned_and_an_unknown_one_is_refused() {
+        let m = Manifest::parse(BUILTIN, "m.yaml").unwrap();
+        for id in BUILD_TOOL_IDS {
+            let b = m.build_tool(id).unwrap();
+            assert!(b.size > 0 && b.sha256.len() == 64, "{id}");
+            assert!(b.url.starts_with("https://"), "{id}");
+        }
+        let text = BUILTIN.replace("  - id: spirv-headers\n", "  - id: glslang\n");
+        assert_ne!(text, BUILTIN);
+        let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();
+        assert!(msg.contains("build tool `glslang`: unknown id"), "{msg}");
+    }
+
+    #[test]
     fn a_source_without_a_size_is_pinned_by_its_sha256_but_a_pip_one_needs_its_size() {
         let m = Manifest::parse(BUILTIN, "m.yaml").unwrap();
         let mesa = m.source("mesa").unwrap();
-        assert_eq!(mesa.size, None);
+        // Ubuntu 26.04's orig tarball gave the length (issue 25).
+        assert_eq!(mesa.size, Some(68613948));
         assert_eq!(mesa.vulkan_api.as_deref(), Some("1.4.354"));
+        let no_size = BUILTIN.replace("    size: 68613948\n", "");
+        assert_ne!(no_size, BUILTIN);
+        let m = Manifest::parse(&no_size, "m.yaml").unwrap();
+        assert_eq!(m.source("mesa").unwrap().size, None);
         let text = BUILTIN.replace("    size: 76589250\n", "");
         assert_ne!(text, BUILTIN);
         let msg = Manifest::parse(&text, "m.yaml").unwrap_err().to_string();

@@ -173,3 +173,28 @@ fn a_max_freq_capped_below_the_top_is_refused_with_the_fix() {
         .expect_stderr("capped at 600 MHz");
     assert_eq!(attr(tree.path(), "min_freq"), "300000000\n");
 }
+
+#[test]
+fn every_peak_records_the_clock_before_and_after_its_timed_runs_even_unpinned() {
+    if common::vulkan_instance().is_none() {
+        return;
+    }
+    let tree = devfreq_tree("simple_ondemand performance");
+    let mut args = quick_args();
+    args.retain(|a| *a != "--max-clock");
+    args.push("--json");
+    let doc = rvl(&args)
+        .env("RVL_DEVFREQ_ROOT", tree.path())
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert!(doc.get("clock_pin").is_none(), "{doc:#}");
+    let peaks = doc["peak"].as_array().unwrap();
+    assert!(!peaks.is_empty());
+    for p in peaks {
+        assert_eq!(p["cur_freq_before_hz"], 300_000_000u64, "{p:#}");
+        assert_eq!(p["cur_freq_after_hz"], 300_000_000u64, "{p:#}");
+    }
+    // Nothing was written: the governor is as it was.
+    assert_eq!(attr(tree.path(), "governor"), "simple_ondemand\n");
+}

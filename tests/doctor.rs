@@ -341,6 +341,44 @@ const SCENARIOS: &[Scenario] = &[
             ("render-node", "summary", &["/dev/dri/renderD129"]),
         ],
     },
+    // Turing RK1 on a mainline kernel whose RK1 device tree enables &gpu: the healthy stack.
+    Scenario {
+        root: "turing-rk1-mainline",
+        code: exit::OK,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "pass"),
+            ("gpu-driver", "pass"),
+            ("render-node", "pass"),
+            ("firmware", "pass"),
+            ("vulkan-icd", "pass"),
+        ],
+        says: &[("board", "summary", &["profile turing-rk1"])],
+    },
+    // Turing RK1 on 6.12: panthor is in the kernel, but that release's RK1 DT has no &gpu block.
+    Scenario {
+        root: "turing-rk1-gpu-disabled",
+        code: exit::PROBLEMS,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "fail"),
+            ("gpu-driver", "fail"),
+            ("render-node", "skip"),
+        ],
+        says: &[
+            (
+                "kernel",
+                "summary",
+                &["6.12.48+deb13-arm64 is older than mainline 6.13"],
+            ),
+            ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
+            (
+                "gpu-driver",
+                "fix",
+                &["boot mainline ≥ 6.13", "mali-supply = <&vdd_gpu_s0>"],
+            ),
+        ],
+    },
 ];
 
 #[test]
@@ -1177,6 +1215,36 @@ fn gpu_clock_evidence_gives_the_time_share_at_the_top_opp_from_trans_stat() {
         doc["inventory"]["gpu"]["devfreq"][0]["max_freq"], 1_000_000_000u64,
         "{:#}",
         doc["inventory"]["gpu"]
+    );
+}
+
+#[test]
+fn gpu_clock_warns_that_simple_ondemand_stays_low_for_compute_on_panthor_before_6_10_3() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    // The fixture's 7.0 counts a job as busy when it is submitted: the governor rises.
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "pass", "{c:#}");
+    says(
+        &c["evidence"].to_string(),
+        &["panthor in 7.0.0 records a job as busy when it is submitted"],
+    );
+    // 6.10.2 lacks 896868eded12: jobs sent to a resident group were never counted.
+    fx.write("proc/sys/kernel/osrelease", "6.10.2-rockchip\n");
+    let c = gpu_clock(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &[
+            "panthor in 6.10.2 does not count jobs sent to a resident group as busy",
+            "near min_freq (300 MHz) under compute",
+        ],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &[
+            "echo performance | sudo tee /sys/class/devfreq/fb000000.gpu/governor",
+            "sudo rvl serve --max-clock",
+        ],
     );
 }
 

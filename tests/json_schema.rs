@@ -93,10 +93,38 @@ fn serve_documents_follow_the_schema() {
     common::plant_llama(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl1", true);
     let doc = print(&fx);
     assert_eq!(doc["command"], "serve");
+    assert_eq!(doc["role"], "llama-server");
     assert_eq!(
         doc["argv"][0],
         "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-server"
     );
+    let head = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "m.gguf",
+            "--rpc",
+            "10.0.0.2:50052",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(head["rpc"], serde_json::json!(["10.0.0.2:50052"]));
+    let worker = checked(rvl(&["serve", "--print", "--json", "--rpc-worker"]).root(&fx));
+    assert_eq!(worker["role"], "rpc-worker");
+    assert_eq!(worker["listen"], "127.0.0.1:50052");
+    let wildcard = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "--rpc-worker",
+            "--host",
+            "0.0.0.0",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(wildcard["error"]["kind"], "usage");
 }
 
 #[cfg(feature = "bench")]
@@ -212,6 +240,35 @@ fn a_prediction_is_absent_without_unit_statistics_and_follows_the_schema_where_p
     assert!(!schema().is_valid(&doc));
 }
 
+/// Every peak names its dispatch; a task split as rvl serialises one for panvk follows the
+/// schema, and one with an axis Mali does not have does not.
+#[cfg(feature = "bench")]
+#[test]
+fn peaks_name_their_dispatch_and_a_task_split_follows_the_schema() {
+    use rvl::bench::tasksplit::{split, Limits, Rule};
+    if common::vulkan_instance().is_none() {
+        return;
+    }
+    let mut doc = checked(rvl(common::TINY_BENCH_JSON));
+    for p in doc["peak"].as_array().unwrap() {
+        assert!(p["workgroup_size"].as_u64().unwrap() >= 1, "{p}");
+        assert!(p["workgroups"].as_u64().unwrap() >= 1, "{p}");
+        if doc["device"]["kind"] == "cpu" {
+            assert_eq!(
+                p["workgroup_size"], 256,
+                "no 16-invocation run on a CPU device: {p}"
+            );
+        }
+    }
+    let s = split(Rule::Mesa25, &Limits::g610(), [16, 1, 1], [32768, 1, 1], 8).unwrap();
+    doc["peak"][0]["task_split"] = serde_json::to_value(&s).unwrap();
+    doc["peak"][0]["measured_over_predicted"] = serde_json::json!(0.21);
+    doc["peak"][0]["cur_freq_before_hz"] = serde_json::json!(300_000_000u64);
+    assert!(schema().is_valid(&doc), "{doc}");
+    doc["peak"][0]["task_split"]["task_axis"] = serde_json::json!("w");
+    assert!(!schema().is_valid(&doc));
+}
+
 #[test]
 fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     // A stand-in llama-bench: no Vulkan needed by rvl, so this runs everywhere.
@@ -251,6 +308,19 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     assert_eq!(
         wrong["prefill"]["ubatches"][1]["gpu"]["status"],
         "wrong_results"
+    );
+    // With the G610 lab prediction's points (a tensor table of Mali weight types).
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::Q4_0),
+    )
+    .unwrap();
+    let g610 = checked(b.rvl(&["--ubatch", "16,64", "--no-cpu", "--json"]));
+    assert_eq!(
+        g610["prefill"]["g610_prediction"]["points"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
     );
     // With the GEMM prediction's points (a header with shapes; needs rvl's Vulkan).
     #[cfg(feature = "bench")]

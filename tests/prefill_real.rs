@@ -11,75 +11,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
+use common::llama::{llama, tiny_model};
 use rvl::exit;
-use rvl::gguf::llama_model::{tokenizer_metadata, write_model, LlamaParams, Model};
-use rvl::gguf::read;
-
-struct Llama {
-    bench: PathBuf,
-    /// test-backend-ops beside llama-bench (build.sh builds both into build/bin).
-    tbo: PathBuf,
-    vocab: PathBuf,
-}
-
-fn llama() -> Option<Llama> {
-    let require = std::env::var("RVL_REQUIRE_LLAMA").is_ok_and(|v| v == "1");
-    let Some(bench) = std::env::var_os("RVL_LLAMA_BENCH").map(PathBuf::from) else {
-        if require {
-            panic!("RVL_REQUIRE_LLAMA=1 but RVL_LLAMA_BENCH is not set (scripts/llama-vulkan/build.sh prints it)");
-        }
-        eprintln!("SKIPPED: RVL_LLAMA_BENCH is not set; set RVL_REQUIRE_LLAMA=1 to make this fail");
-        return None;
-    };
-    assert!(
-        bench.is_file(),
-        "RVL_LLAMA_BENCH={} is not a file",
-        bench.display()
-    );
-    // build.sh's layout: KEY/build/bin/llama-bench beside KEY/src (the patched tree)
-    let vocab = std::env::var_os("RVL_LLAMA_VOCAB")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            bench
-                .ancestors()
-                .nth(3)
-                .unwrap_or(Path::new("/"))
-                .join("src/models/ggml-vocab-llama-spm.gguf")
-        });
-    assert!(
-        vocab.is_file(),
-        "no vocab file at {} (set RVL_LLAMA_VOCAB)",
-        vocab.display()
-    );
-    let tbo = bench.with_file_name("test-backend-ops");
-    assert!(
-        tbo.is_file(),
-        "no test-backend-ops beside {} (scripts/llama-vulkan/build.sh builds it)",
-        bench.display()
-    );
-    Some(Llama { bench, tbo, vocab })
-}
-
-/// The tiny model (2 layers, hidden 128, f16) in a temp dir, and its parameter count.
-fn tiny_model(l: &Llama, dir: &Path) -> (PathBuf, u64) {
-    let bytes = std::fs::read(&l.vocab).unwrap();
-    let vocab = read::parse(&bytes, true).unwrap();
-    let tokenizer = tokenizer_metadata(&vocab).unwrap();
-    let p = LlamaParams::default();
-    let params = Model::describe(&p, tokenizer.clone())
-        .unwrap()
-        .tensors
-        .iter()
-        .map(|t| t.dims.iter().product::<u64>())
-        .sum();
-    let path = dir.join("tiny.gguf");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    write_model(&mut f, &p, tokenizer).unwrap();
-    drop(f);
-    (path, params)
-}
 
 #[test]
 fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubatch_16_and_64() {
@@ -144,7 +77,7 @@ fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubat
     assert_eq!(doc["exit_code"], exit::OK);
     // The real test-backend-ops checked lavapipe's matmuls at the model's four matrices against
     // llama.cpp's CPU before each GPU run, and they passed.
-    assert_eq!(p["check_tool"]["path"], l.tbo.to_str().unwrap(), "{out}");
+    assert_eq!(p["check_tool"]["path"], l.bin("test-backend-ops").to_str().unwrap(), "{out}");
     assert_eq!(
         p["check_tool"]["shapes"],
         serde_json::json!([
@@ -188,7 +121,7 @@ fn smoke_bench_sets_llama_cpps_real_cpu_and_vulkan_products_beside_rvls_kernels(
         "--json",
         "--test-backend-ops",
     ])
-    .arg(&l.tbo)
+    .arg(l.bin("test-backend-ops"))
     .run()
     .expect_code(exit::OK);
     let doc = out.stdout_json();

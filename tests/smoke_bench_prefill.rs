@@ -394,3 +394,173 @@ fn a_header_without_shapes_says_why_there_is_no_prediction_and_keeps_the_plain_t
         "{out}"
     );
 }
+
+/// What llama-bench with `-rpc` prints on a head without a Vulkan device of its own: ggml's
+/// "No devices found", and a result whose backends name RPC and whose gpu_info is the workers.
+const RPC_RUN: &str = "echo 'ggml_vulkan: No devices found.' >&2; json 64.5 \"$RPC\" | sed 's/\"Vulkan\"/\"Vulkan,RPC\"/'";
+
+#[test]
+fn rpc_workers_join_the_gpu_cases_only_and_a_head_without_vulkan_is_no_fault_then() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let b = stand_in(&format!("99:*) {RPC_RUN};;"));
+    let out = b
+        .rvl(&["--ubatch", "16", "--json", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    let p = &doc["prefill"];
+    assert_eq!(p["rpc"], serde_json::json!([at]), "{out}");
+    let row = &p["ubatches"][0];
+    assert_eq!(row["gpu"]["status"], "ok", "{out}");
+    assert_eq!(row["gpu"]["tokens_per_s"], 64.5);
+    assert_eq!(row["cpu"]["status"], "ok", "{out}");
+    let calls = b.calls();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    assert!(lines[0].ends_with(&format!("-ngl 99 -rpc {at}")), "{calls}");
+    assert!(
+        !lines[1].contains("-rpc"),
+        "the CPU run is this board's: {calls}"
+    );
+    // The same output from a run given no workers is a GPU run that found no GPU.
+    let local = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
+    assert_eq!(
+        local["prefill"]["ubatches"][0]["gpu"]["status"],
+        "no_vulkan_device"
+    );
+    // Human output names the workers, and the serve command the ubatch is for.
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    for needle in [
+        format!("GPU runs: with RPC workers {at} (llama-bench -rpc)"),
+        format!("(rvl serve tiny.gguf --rpc {at} uses it)"),
+    ] {
+        assert!(out.stdout().contains(&needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
+fn a_worker_that_does_not_answer_stops_the_sweep_before_any_run() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let b = stand_in("");
+    let out = b
+        .rvl(&["--ubatch", "16", "--rpc", &closed])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    assert!(
+        out.stderr().contains(&format!("{closed} does not answer")),
+        "{out}"
+    );
+    assert!(out.stderr().contains("rvl serve --rpc-worker"), "{out}");
+    assert_eq!(b.calls(), "", "nothing ran");
+    b.rvl(&["--ubatch", "16", "--rpc", "0.0.0.0:1"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("not the address of a worker");
+}
+
+#[test]
+fn compare_says_when_the_saved_run_used_this_board_alone_and_this_one_rpc_workers() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let local = stand_in("");
+    let saved = local.path("local.json");
+    local
+        .rvl(&["--ubatch", "16", "--no-cpu", "--save"])
+        .arg(&saved)
+        .run()
+        .expect_code(exit::OK);
+    let rpc = stand_in(&format!("99:*) {RPC_RUN};;"));
+    let out = rpc
+        .rvl(&["--ubatch", "16", "--no-cpu", "--rpc", &at, "--compare"])
+        .arg(&saved)
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    for needle in [
+        format!("GPU runs before: this board alone, now with RPC workers {at}"),
+        "| 16 | GPU | 32.5 t/s | 64.5 t/s | +98% |".to_string(),
+    ] {
+        assert!(out.stdout().contains(&needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
+fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurement() {
+    let b = stand_in("");
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::F16),
+    )
+    .unwrap();
+    let out = b
+        .rvl(&["--ubatch", "64,16,8", "--no-cpu", "--json"])
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    let g = &doc["prefill"]["g610_prediction"];
+    assert_eq!(g["error"], serde_json::Value::Null, "{out}");
+    assert_eq!(g["by_type"][0]["ggml_type"], "f16");
+    assert_eq!(g["by_type"][0]["matrices"], 3);
+    assert_eq!(g["by_type"][0]["pipeline"], "matmul_mali_f16_f32_f16acc");
+    let rate = rvl::prefill::g610::lab_rate(1).unwrap();
+    let gflop = 49_152e-9;
+    // ubatch 8 is ggml's matrix-vector path: no lab figure
+    let points = g["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{out}");
+    let rows = doc["prefill"]["ubatches"].as_array().unwrap();
+    for (ub, want) in [(64, rate.medium_gflops), (16, rate.small_gflops)] {
+        let p = points.iter().find(|p| p["ubatch"] == ub).unwrap();
+        let t = p["tokens_per_s"].as_f64().unwrap();
+        assert!((t - want / gflop).abs() < 1e-6 * t, "{p}: {out}");
+        let row = rows.iter().find(|r| r["ubatch"] == ub).unwrap();
+        assert_eq!(row["g610_predicted_tokens_per_s"].as_f64(), Some(t));
+    }
+    let row8 = rows.iter().find(|r| r["ubatch"] == 8).unwrap();
+    assert_eq!(row8["g610_predicted_tokens_per_s"], serde_json::Value::Null);
+
+    let human = b
+        .rvl(&["--ubatch", "64", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    let s = human.stdout();
+    assert!(
+        s.contains(
+            "G610 at 1 GHz (panvk lab model, GEMM only): 0.0000492 GFLOP/token (f16 0.0000492 at "
+        ),
+        "{human}"
+    );
+    assert!(s.contains("| G610 1 GHz pred t/s | status |"), "{human}");
+}
+
+#[test]
+fn weights_of_a_type_without_a_mali_pipeline_say_why_there_is_no_g610_prediction() {
+    let b = stand_in("");
+    std::fs::write(
+        &b.model,
+        common::prefill::tiny_weights_gguf(rvl::gguf::GgmlType::BF16),
+    )
+    .unwrap();
+    let out = b
+        .rvl(&["--ubatch", "64", "--no-cpu"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(!out.stdout().contains("G610 1 GHz pred"), "{out}");
+    assert!(
+        out.stdout().contains("note: no G610 lab prediction: no lab rate for the tensor type of blk.0.attn_q.weight (ggml type 30) and 2 more"),
+        "{out}"
+    );
+}

@@ -3,10 +3,15 @@
 # shim on this machine, in a cached Debian trixie chroot (Debian 12 lacks
 # meson >= 1.4 and SPIRV-Tools >= 2024.1, which 26.x needs for mesa_clc).
 #
-#   scripts/panvk-lab/build-mesa.sh [--patched] [--tree DIR|--mirror GITDIR] [--tests]
+#   scripts/panvk-lab/build-mesa.sh [--patched] [--patch FILE]... [--variant NAME]
+#                                   [--tree DIR|--mirror GITDIR] [--tests]
 #
 #   --patched      apply patches/mesa/series (git am) before building; the build
 #                  goes to build-patched/ and the tree to src-patched/
+#   --patch FILE   also apply FILE (git am, after the series if --patched); repeatable
+#   --variant NAME build into build-NAME/ from src-NAME/ (default: stock, or patched
+#                  with --patched), so a trial patch never replaces a build others use;
+#                  native-run.sh and throughput-report.sh take the same --variant
 #   --tree DIR     use this Mesa tree (a checkout or unpacked tarball) instead
 #                  of checking one out of the mirror; it is copied, never changed
 #   --mirror GIT   bare git dir of github:leegao/mesa-26.2 (default: the fetch
@@ -37,13 +42,17 @@ JOBS="${JOBS:-2}"
 patched=0
 tree=""
 tests=0
+extra=()
+vname=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) patched=1; shift ;;
+        --patch) [ -f "${2:-}" ] || die "--patch: no file '${2:-}'"; extra+=("$(realpath "$2")"); shift 2 ;;
+        --variant) vname="${2:-}"; [[ "$vname" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "--variant: a lower-case name, got '$vname'"; shift 2 ;;
         --tree) tree="$2"; shift 2 ;;
         --mirror) MIRROR="$2"; shift 2 ;;
         --tests) tests=1; shift ;;
-        *) die "usage: build-mesa.sh [--patched] [--tree DIR|--mirror GITDIR] [--tests]" ;;
+        *) die "usage: build-mesa.sh [--patched] [--patch FILE]... [--variant NAME] [--tree DIR|--mirror GITDIR] [--tests]" ;;
     esac
 done
 [ "$(id -u)" = 0 ] || die "build-mesa.sh needs root (debootstrap, chroot, bind mounts)"
@@ -51,6 +60,7 @@ done
 CH="$MESA_LAB/chroot"
 variant=stock
 [ "$patched" = 1 ] && variant=patched
+[ -n "$vname" ] && variant=$vname
 SRC="$CH/lab/src-$variant"
 BUILD="$CH/lab/build-$variant"
 t0=$(date +%s)
@@ -138,6 +148,7 @@ if [ "$patched" = 1 ]; then
     stamp_want="$stamp_want+$(cd "$REPO_ROOT/patches/mesa" && cat series $(grep -v '^#' series) | sha256sum | cut -c1-16)"
 fi
 [ -n "$tree" ] && stamp_want="$stamp_want tree=$(realpath "$tree")"
+for f in "${extra[@]+"${extra[@]}"}"; do stamp_want="$stamp_want +$(sha256sum <"$f" | cut -c1-16)"; done
 if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; then
     rm -rf "$SRC.tmp"
     mkdir -p "$SRC.tmp"
@@ -188,6 +199,11 @@ if [ ! -f "$SRC/.lab-tree" ] || [ "$(cat "$SRC/.lab-tree")" != "$stamp_want" ]; 
         done <"$series"
         step "$n patches applied"
     fi
+    for f in "${extra[@]+"${extra[@]}"}"; do
+        step "applying $(basename "$f")"
+        git -C "$SRC.tmp" -c user.name=lab -c user.email=lab@localhost am -q --keep-cr "$f" ||
+            die "$f does not apply to $MESA_COMMIT"
+    done
     printf '%s\n' "$stamp_want" >"$SRC.tmp/.lab-tree"
     rm -rf "$SRC" "$BUILD"
     mv "$SRC.tmp" "$SRC"

@@ -17,6 +17,8 @@
 #                   ggml takes on panvk when built with a glslc that has int dot)
 #          f16-fp32 q4_0-fp32 q8_0-fp32 q4_k-fp32 q4_0i-fp32 q4_ki-fp32: the same
 #                   shaders built for devices without fp16 (GGML_VK_DISABLE_F16=1)
+#          mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc:
+#                   patches/llama.cpp 0003's mul_mm_mali.comp pipelines (tiles mali-m/mali-s)
 # ROWS:    M (weight rows, default 4096). Shapes measured: ubatch 128, 256, 512,
 #          i.e. groups = (ceil(M/BM), ceil(n/BN), 1) as ggml dispatches them.
 #
@@ -42,7 +44,7 @@ for sh in "${shaders[@]}"; do
         for i in "${!wt[@]}"; do args+=(--spec "$i=${wt[$i]}"); done
         case "$family" in
             # ALIGNED: the pipeline ggml picks when K is tile-aligned (mul_mmq has none)
-            mm | mmq) args+=(--spec 11=1) ;;
+            mm | mmq | mali16 | mali32) args+=(--spec 11=1) ;;
         esac
         [ "$qtype" -ge 0 ] && args+=(--spec "12=$qtype")
         bm=${wt[1]}

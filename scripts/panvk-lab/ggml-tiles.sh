@@ -25,6 +25,13 @@ tile_spec() {
         mali-s:mm) echo "64 32 32 16 16 16 2 2 2 1 16" ;;
         mali-s:mmq) echo "64 32 32 32 16 16 2 2 2 1 16" ;;
         mali-s:int | mali-s:int_k) echo "128 32 32 32 16 8 1 2 2 1 16" ;;
+        # patches/llama.cpp 0003's mul_mm_mali.comp: 8 x 8 thread tiles with fp16
+        # accumulators (mali16), 8 x 4 with fp32 ones (mali32); the shader reads BLOCK_SIZE,
+        # BM, BN and BK, TM/TN are its compile-time thread tile (listed for the FLOP count).
+        mali-m:mali16) echo "64 64 64 32 64 64 1 8 8 1 16" ;;
+        mali-s:mali16) echo "16 32 32 32 32 32 1 8 8 1 16" ;;
+        mali-m:mali32) echo "128 64 64 32 64 64 1 8 4 1 16" ;;
+        mali-s:mali32) echo "32 32 32 32 32 32 1 8 4 1 16" ;;
         # candidates measured while choosing the patch's tiles (16 accumulators
         # for the int-dot shaders: they still spill, hence 8 in the patch)
         x-m-16:*) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
@@ -47,6 +54,17 @@ shader_file() {
         q8_0i) echo "matmul_q8_0_q8_1.spv int -1" ;;
         q4_ki) echo "matmul_q4_k_q8_1.spv int_k -1" ;;
         q6_ki) echo "matmul_q6_k_q8_1.spv int_k -1" ;;
+        # patches/llama.cpp 0003 (mul_mm_mali.comp), what ggml runs on Mali with the series
+        mf16) echo "matmul_mali_f16_f32_f16acc.spv mali16 -1" ;;
+        mf16-f32acc) echo "matmul_mali_f16_f32.spv mali32 -1" ;;
+        mf16b) echo "matmul_mali_f16_f16acc.spv mali16 -1" ;;
+        mf32) echo "matmul_mali_f32_f32.spv mali32 -1" ;;
+        mq4_0) echo "matmul_mali_quant_f32_f16acc.spv mali16 2" ;;
+        mq8_0) echo "matmul_mali_quant_f32_f16acc.spv mali16 8" ;;
+        mq4_k) echo "matmul_mali_quant_f32_f16acc.spv mali16 12" ;;
+        mq6_k) echo "matmul_mali_quant_f32_f16acc.spv mali16 14" ;;
+        mq4_0-f32acc) echo "matmul_mali_quant_f32.spv mali32 2" ;;
+        mq4_k-f32acc) echo "matmul_mali_quant_f32.spv mali32 12" ;;
         # GGML_VK_DISABLE_F16=1 (or a device without fp16): the *_fp32 builds
         f16-fp32) echo "matmul_f16_f32_fp32.spv mm -1" ;;
         q4_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 2" ;;
@@ -54,6 +72,6 @@ shader_file() {
         q4_k-fp32) echo "matmul_quant_f32_fp32.spv mmq 12" ;;
         q4_0i-fp32) echo "matmul_q4_0_q8_1_fp32.spv int -1" ;;
         q4_ki-fp32) echo "matmul_q4_k_q8_1_fp32.spv int_k -1" ;;
-        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32)" ;;
+        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32, mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc)" ;;
     esac
 }

@@ -4,8 +4,10 @@
 # (PAN_GPU_ID=a867), panvk as the only ICD, the bolog BO logger preloaded
 # before the shim, the shader cache off.
 #
-#   scripts/panvk-lab/native-run.sh [--patched] PROGRAM [ARGS...]
-#   scripts/panvk-lab/native-run.sh [--patched] spill_harness SHADER.spv [harness options]
+#   scripts/panvk-lab/native-run.sh [--patched|--variant NAME] PROGRAM [ARGS...]
+#   scripts/panvk-lab/native-run.sh [--patched|--variant NAME] spill_harness SHADER.spv [harness options]
+#
+# --variant NAME runs build-mesa.sh's build-NAME (--patched is --variant patched).
 #
 # PROGRAM is a path inside the chroot, or `spill_harness` / `vulkaninfo`.
 # Files on the host given as arguments are not visible in the chroot: copy
@@ -17,15 +19,32 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
-CH="$MESA_LAB/chroot"
+CH="${LAB_CHROOT:-$MESA_LAB/chroot}"
 variant=stock
-if [ "${1:-}" = --patched ]; then variant=patched; shift; fi
-[ $# -ge 1 ] || die "usage: native-run.sh [--patched] PROGRAM [ARGS...]"
-B="/lab/build-$variant"
-shim="$B/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so"
-[ -f "$CH$shim" ] || die "no $variant build in $CH$B (run build-mesa.sh${variant/stock/}${variant/patched/ --patched})"
-icd=$(cd "$CH" && ls ."$B"/src/panfrost/vulkan/panfrost_devenv_icd.*.json | head -n 1)
-icd="${icd#.}"
+case "${1:-}" in
+    --patched) variant=patched; shift ;;
+    --rvl) variant=rvl; shift ;;
+    --variant)
+        [ $# -ge 2 ] || die "--variant needs a name"
+        variant="$2"
+        shift 2
+        ;;
+esac
+[[ "$variant" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "--variant: '$variant' is not a build name (a-z, 0-9, -)"
+[ $# -ge 1 ] || die "usage: native-run.sh [--patched|--rvl|--variant NAME] PROGRAM [ARGS...]"
+if [ "$variant" = rvl ]; then
+    # `--rvl`: the panvk `rvl setup` installed in LAB_CHROOT (bookworm-setup.sh), through the
+    # ICD setup wrote, with the shim bookworm-setup.sh built from the same tree.
+    shim=/lab/shim/build/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so
+    icd=/etc/vulkan/icd.d/rvl_panvk.aarch64.json
+    [ -f "$CH$shim" ] && [ -f "$CH$icd" ] || die "no rvl-installed panvk and shim in $CH (run bookworm-setup.sh)"
+else
+    B="/lab/build-$variant"
+    shim="$B/src/panfrost/drm-shim/libpanfrost_noop_drm_shim.so"
+    [ -f "$CH$shim" ] || die "no $variant build in $CH$B (run build-mesa.sh, with --patched or --variant $variant for those)"
+    icd=$(cd "$CH" && ls ."$B"/src/panfrost/vulkan/panfrost_devenv_icd.*.json | head -n 1)
+    icd="${icd#.}"
+fi
 
 mounted=()
 cleanup() { for m in "${mounted[@]+"${mounted[@]}"}"; do umount "$m" 2>/dev/null || umount -l "$m" || true; done; }

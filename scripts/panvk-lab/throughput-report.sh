@@ -2,7 +2,7 @@
 # Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
 # (native lab build, docs/panvk-lab.md "Throughput model"):
 #
-#   scripts/panvk-lab/throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]
+#   scripts/panvk-lab/throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]
 #
 # For rvl's peak loops and Mali GEMM kernels, the two llama-like tiles Mali runs (with --vkpeak, vkpeak's fp32/fp16/int8 loops
 # compiled by hand into DIR/vkpeak_*.spv; with --ggml, llama.cpp's mul_mm f16/f32/q4_0 pipelines
@@ -36,11 +36,12 @@ rust=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) variant=patched; shift ;;
+        --variant) variant="$2"; shift 2 ;;
         --vkpeak) vkpeak="$2"; shift 2 ;;
         --ggml) ggml+=("$2"); shift 2 ;;
         --only) only="$2"; shift 2 ;;
         --rust) rust=1; shift ;;
-        *) die "usage: throughput-report.sh [--patched] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]" ;;
+        *) die "usage: throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]" ;;
     esac
 done
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
@@ -105,7 +106,10 @@ if [ "${#ggml[@]}" -gt 0 ]; then
     # q4_0i (mul_mmq.comp, int-dot, fp32 accumulators): its loop steps K by BK * BK_STEP = 32 * 4
     # (both defined in the shader), so FLOP/iter = 2 * 128 * WM*WN/WARP (ops of IDPADD.v4s8).
     . "$LAB_DIR/ggml-tiles.sh"
-    for sh in f16 f32 q4_0 q4_0i; do
+    # mf*/mq*: patches/llama.cpp 0003's mul_mm_mali.comp (families mali16/mali32): one loop
+    # iteration is one BK = 32 step; each thread owns TM x TN = 8 x 8 (fp16 accumulators) or
+    # 8 x 4 (fp32) outputs: FLOP/iter = 2 * BK * TM * TN.
+    for sh in f16 f32 q4_0 q8_0 q4_k q6_k q4_0i mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc; do
         read -r file family qtype <<<"$(shader_file "$sh")"
         dir=""
         # the first DIR with a real build of it (ggml's generator leaves 4-byte placeholders
@@ -117,6 +121,7 @@ if [ "${#ggml[@]}" -gt 0 ]; then
         pk=1024
         [ "$sh" = f32 ] && pk=512
         [ "$sh" = q4_0i ] && pk=2048
+        [ "$family" = mali32 ] && pk=512
         for t in mali-m mali-s; do
             read -r -a wt <<<"$(tile_spec "$t" "$family")"
             bk=${wt[3]}
@@ -127,13 +132,15 @@ if [ "${#ggml[@]}" -gt 0 ]; then
             # ALIGNED (mul_mmq has none)
             [ "$family" = int ] || a+="--spec 11=1 "
             [ "$qtype" -ge 0 ] && a+="--spec 12=$qtype "
-            rows+=("ggml-$sh-$t|$dir/$file|$((2 * bk * wt[4] * wt[5] / wt[10]))|$pk|$a--groups $((4096 / wt[1])),$((512 / wt[2])),1")
+            flop=$((2 * bk * wt[4] * wt[5] / wt[10]))
+            case "$family" in mali16 | mali32) flop=$((2 * bk * wt[7] * wt[8])) ;; esac
+            rows+=("ggml-$sh-$t|$dir/$file|$flop|$pk|$a--groups $((4096 / wt[1])),$((512 / wt[2])),1")
         done
     done
 fi
 
 flag=()
-[ "$variant" = patched ] && flag=(--patched)
+[ "$variant" = stock ] || flag=(--variant "$variant")
 [ "$rust" = 1 ] || printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads |\n'
 [ "$rust" = 1 ] || printf '|---|---|---|---|---|---|---|---|---|\n'
 for r in "${rows[@]}"; do

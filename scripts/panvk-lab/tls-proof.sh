@@ -14,6 +14,7 @@
 #   end_failed     command buffers whose vkEndCommandBuffer failed (not submitted)
 #
 #   scripts/panvk-lab/tls-proof.sh [--drivers stock,patched] [--ns 1,8,64] [--rerecord K] CASE...
+#   (driver `rvl`: the panvk rvl setup installed in LAB_CHROOT, see bookworm-setup.sh)
 #   CASE = label:SHADER.spv:harness args separated by '|' , e.g.
 #     'probe-128:src/bench/shaders/probe_spill.spv:--spec 0=128|--groups 86,1,1'
 set -euo pipefail
@@ -44,6 +45,7 @@ for c in "$@"; do
     for d in ${drivers//,/ }; do
         flag=()
         [ "$d" = patched ] && flag=(--patched)
+        [ "$d" = rvl ] && flag=(--rvl)
         for n in ${ns//,/ }; do
             log="$out_dir/$d-$label-n$n-r$rerecord.txt"
             rr=()

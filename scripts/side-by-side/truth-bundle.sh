@@ -12,7 +12,7 @@
 #   (progress), OUT/times, nvidia-smi.txt, nproc.txt, and packs OUT.tgz after the step.
 #
 # The bundle holds rvl (target/release, stripped), llama-bench and the patched test-backend-ops
-# from scripts/llama-vulkan/build.sh's cached build (patch 0003 gives it --mul-mat), make-gguf,
+# from scripts/llama-vulkan/build.sh's cached build (patch 0006 gives it --mul-mat), make-gguf,
 # the tree's ggml-vocab-llama-spm.gguf, and this machine's Vulkan loader and glvnd libraries,
 # xz-compressed: the three static binaries are about 100 MB as they are.
 set -euo pipefail
@@ -32,7 +32,7 @@ bench="${RVL_LLAMA_BENCH:-$("$here/../llama-vulkan/build.sh")}"
 tbo="$(dirname "$bench")/test-backend-ops"
 [ -x "$tbo" ] || die "no $tbo beside $bench"
 usage="$("$tbo" --help 2>&1 || true)" # it prints its usage and exits 1
-grep -q -- '--mul-mat' <<<"$usage" || die "$tbo lacks rvl's --mul-mat (patches/llama.cpp 0003): rebuild with build.sh"
+grep -q -- '--mul-mat' <<<"$usage" || die "$tbo lacks rvl's --mul-mat (patches/llama.cpp 0006): rebuild with build.sh"
 vocab="$(cd "$(dirname "$bench")/../.." && pwd)/src/models/ggml-vocab-llama-spm.gguf"
 [ -f "$vocab" ] || die "no $vocab"
 stage="$(mktemp -d)"

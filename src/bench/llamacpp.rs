@@ -1,5 +1,5 @@
 //! llama.cpp's own matrix products beside rvl's kernels, on the same board: `test-backend-ops
-//! perf` (rvl's patch 0003: `--mul-mat` at exactly the sweep's shapes and ubatches) on llama.cpp's
+//! perf` (rvl's patch 0006: `--mul-mat` at exactly the sweep's shapes and ubatches) on llama.cpp's
 //! CPU backend, the baseline the board really has (quantised weights with the CPU's int8 dot
 //! products, repacked where llama.cpp repacks them), and on the same Vulkan device (llama.cpp's
 //! own kernels). Per ubatch and weight type, the layer's time is the sum of its products, each
@@ -360,7 +360,7 @@ fn describe_end(
     Some(match &raw.ended {
         Ended::NotStarted(why) => crate::output::escape_line(why),
         Ended::Exit(1) if backend_ops::lacks_patch(&raw.stdout) => format!(
-            "this test-backend-ops lacks rvl's {} (patches/llama.cpp 0003): rebuild rvl's llama.cpp, sudo rvl setup --only llama-cpp",
+            "this test-backend-ops lacks rvl's {} (patches/llama.cpp 0006): rebuild rvl's llama.cpp, sudo rvl setup --only llama-cpp",
             backend_ops::MUL_MAT_OPTION
         ),
         Ended::Timeout(_) => format!(

@@ -9,7 +9,6 @@
 //! optional save / compare. `--probe-limits` runs the panvk TLS/WLS
 //! reproducer instead of the sweep.
 
-pub mod clockpin;
 pub mod compare;
 pub mod cpu;
 pub mod devfreq;
@@ -28,6 +27,7 @@ pub mod report;
 pub mod runner;
 pub mod spill;
 pub mod sweep;
+pub mod tasksplit;
 pub mod throughput;
 
 use std::collections::{BTreeMap, HashMap};
@@ -67,7 +67,13 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<BenchOu
         .map_or_else(Root::system, Root::new);
     let pin = args
         .max_clock
-        .then(|| clockpin::pin(&devfreq_root))
+        .then(|| {
+            crate::clockpin::pin(
+                &devfreq_root,
+                VERB,
+                crate::clockpin::OnSignal::RestoreAndExit,
+            )
+        })
         .transpose()?;
     if let (Some(p), true) = (&pin, progress) {
         eprintln!(
@@ -168,7 +174,7 @@ fn probe_limits(gpu: &Gpu, progress: bool) -> Result<probe::ProbeResult, Error> 
 /// The devfreq root, and with `--max-clock` the pin and the clock read around each part.
 struct Clock {
     root: Root,
-    pin: Option<clockpin::ClockPin>,
+    pin: Option<crate::clockpin::ClockPin>,
     samples: Vec<(String, String)>,
     progress: bool,
 }
@@ -222,6 +228,11 @@ fn measure(
     }
     let cpu_baseline = baselines(plan, &mut ubatches, &llama, threads);
     let mut notes = outcome.notes;
+    notes.extend(clock_note(
+        &gpu.info,
+        gpu_clock.as_ref(),
+        clock.pin.is_some(),
+    ));
     notes.extend(notes_for(gpu, &ubatches));
     Ok(Report {
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
@@ -269,13 +280,25 @@ fn measure_peaks(
         if progress {
             eprintln!("smoke-bench: measuring the {} arithmetic peak", p.name());
         }
-        clock.sample(&format!("before the {} peak", p.name()));
-        let pk = peak::measure(runner, p, peak_s, plan.reps());
-        clock.sample(&format!("after the {} peak", p.name()));
-        if let Some(g) = pk.gflops {
-            peak_map.insert(p, g);
+        // vkpeak's 16-invocation workgroups beside the 256 ones (GPUs only): where they run
+        // slower, narrow workgroups reach fewer cores (Mesa up to 25.3, tasksplit.rs).
+        let narrow = p == Precision::Fp32 && !info.is_cpu();
+        for local in std::iter::once(peak::LOCAL).chain(narrow.then_some(peak::NARROW)) {
+            let what = if local == peak::LOCAL {
+                format!("the {} peak", p.name())
+            } else {
+                format!("the {} peak with {local}-invocation workgroups", p.name())
+            };
+            clock.sample(&format!("before {what}"));
+            let root = clock.root.clone();
+            let cur_freq = move || devfreq::read(&root).and_then(|d| d.cur_freq_hz);
+            let pk = peak::measure(runner, p, local, peak_s, plan.reps(), &cur_freq);
+            clock.sample(&format!("after {what}"));
+            if let (Some(g), false) = (pk.gflops, pk.is_narrow()) {
+                peak_map.insert(p, g);
+            }
+            peaks.push(pk);
         }
-        peaks.push(pk);
     }
     (peaks, peak_map)
 }
@@ -410,6 +433,30 @@ fn baselines(
         source: source.into(),
         what,
     }
+}
+
+/// A GPU measured under a load-following governor: what that does to short timed runs, and the
+/// flag that takes the clock out of the question (docs/panvk-lab.md, "The clock").
+fn clock_note(
+    dev: &crate::vulkan::DeviceInfo,
+    clock: Option<&devfreq::Devfreq>,
+    pinned: bool,
+) -> Option<String> {
+    let c = clock?;
+    let governor = c.governor.as_deref()?;
+    if pinned || dev.is_cpu() || governor == "performance" {
+        return None;
+    }
+    Some(format!(
+        "the GPU clock followed governor {governor} (at the start {} of {} MHz): panthor's \
+         devfreq samples the load every 50 ms, so a timed run that starts after an idle gap runs \
+         partly below the top OPP; sudo rvl smoke-bench --max-clock measures at the top OPP and \
+         restores the governor afterwards",
+        c.cur_freq_hz
+            .map_or("?".into(), |f| (f / 1_000_000).to_string()),
+        c.max_freq_hz
+            .map_or("?".into(), |f| (f / 1_000_000).to_string()),
+    ))
 }
 
 /// The report's closing notes: what the numbers do and do not say.
@@ -579,5 +626,35 @@ mod tests {
             "{}",
             notes[0]
         );
+    }
+
+    #[test]
+    fn a_gpu_left_to_a_load_following_governor_gets_the_max_clock_recommendation() {
+        use crate::vulkan::info::tests_support::dev;
+        let gpu = dev(0, "Mali-G610 MC4", "integrated-gpu", "MESA_PANVK");
+        let node = devfreq::Devfreq {
+            device: "fb000000.gpu".into(),
+            cur_freq_hz: Some(300_000_000),
+            max_freq_hz: Some(1_000_000_000),
+            governor: Some("simple_ondemand".into()),
+        };
+        let note = clock_note(&gpu, Some(&node), false).unwrap();
+        assert!(
+            note.starts_with(
+                "the GPU clock followed governor simple_ondemand (at the start 300 of 1000 MHz)"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("sudo rvl smoke-bench --max-clock"), "{note}");
+        // Pinned, already at performance, a CPU device or no node: nothing to recommend.
+        assert_eq!(clock_note(&gpu, Some(&node), true), None);
+        let perf = devfreq::Devfreq {
+            governor: Some("performance".into()),
+            ..node.clone()
+        };
+        assert_eq!(clock_note(&gpu, Some(&perf), false), None);
+        let cpu = dev(0, "llvmpipe", "cpu", "MESA_LLVMPIPE");
+        assert_eq!(clock_note(&cpu, Some(&node), false), None);
+        assert_eq!(clock_note(&gpu, None, false), None);
     }
 }

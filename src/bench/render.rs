@@ -89,14 +89,12 @@ fn header(o: &mut String, r: &Report, style: Style) {
     }
 }
 
-/// The GPU clock and the measured arithmetic peaks.
+/// The GPU clock and the measured arithmetic peaks, with what tells a low clock from idle
+/// cores: the clock around each timed peak, panvk's task split and the measured share of the
+/// prediction.
 fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
     match &r.gpu_clock {
         Some(c) => {
-            let mhz = |hz: Option<u64>| {
-                hz.map(|h| format!("{} MHz", h / 1_000_000))
-                    .unwrap_or_else(|| "?".into())
-            };
             let _ = writeln!(
                 o,
                 "GPU clock ({}): {} of {}, governor {}",
@@ -116,7 +114,7 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
         .map(|p| match (p.gflops, &p.error) {
             (Some(g), _) => format!(
                 "{} {} {}",
-                p.precision.name(),
+                peak_label(p),
                 fmt_rate(g),
                 if p.precision == Precision::Int8 {
                     "GOP/s"
@@ -124,8 +122,8 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
                     "GFLOP/s"
                 }
             ),
-            (None, Some(e)) => format!("{} failed: {e}", p.precision.name()),
-            (None, None) => format!("{} not measured", p.precision.name()),
+            (None, Some(e)) => format!("{} failed: {e}", peak_label(p)),
+            (None, None) => format!("{} not measured", peak_label(p)),
         })
         .collect();
     if !peaks.is_empty() {
@@ -145,6 +143,97 @@ fn clock_and_peaks(o: &mut String, r: &Report, _: Style) {
             predicted.join(" | ")
         );
     }
+    let clocks: Vec<String> = r
+        .peak
+        .iter()
+        .filter(|p| p.cur_freq_before_hz.is_some() || p.cur_freq_after_hz.is_some())
+        .map(|p| {
+            format!(
+                "{} {} -> {}",
+                peak_label(p),
+                mhz(p.cur_freq_before_hz),
+                mhz(p.cur_freq_after_hz)
+            )
+        })
+        .collect();
+    if !clocks.is_empty() {
+        let _ = writeln!(
+            o,
+            "GPU clock before -> after each timed peak: {}",
+            clocks.join(" | ")
+        );
+    }
+    if let Some(first) = r.peak.iter().find_map(|p| p.task_split.as_ref()) {
+        let _ = writeln!(
+            o,
+            "panvk task split ({} rule; compute core mask {:#x} = {} cores; thread limits: {}):",
+            first.rule.label(),
+            first.core_mask,
+            first.cores,
+            first.source
+        );
+        for p in &r.peak {
+            if let Some(s) = &p.task_split {
+                let _ = writeln!(
+                    o,
+                    "  {}: {} workgroups of {}: {}",
+                    peak_label(p),
+                    p.workgroups,
+                    p.workgroup_size,
+                    s.describe()
+                );
+            }
+        }
+    }
+    if let Some(line) = narrow_verdict(&r.peak) {
+        let _ = writeln!(o, "{line}");
+    }
+}
+
+fn mhz(hz: Option<u64>) -> String {
+    hz.map(|h| format!("{} MHz", h / 1_000_000))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// "fp32", or "fp32@16" for the run with 16-invocation workgroups.
+fn peak_label(p: &Peak) -> String {
+    if p.is_narrow() {
+        format!("{}@{}", p.precision.name(), p.workgroup_size)
+    } else {
+        p.precision.name().to_string()
+    }
+}
+
+/// The same fp32 loop with vkpeak's 16-invocation workgroups against 256: the same code, so a
+/// rate well below the wide one is the dispatch's doing (fewer cores with work), not the
+/// compiler's or the clock's.
+fn narrow_verdict(peaks: &[Peak]) -> Option<String> {
+    let wide = peaks
+        .iter()
+        .find(|p| p.precision == Precision::Fp32 && !p.is_narrow())?;
+    let narrow = peaks
+        .iter()
+        .find(|p| p.precision == Precision::Fp32 && p.is_narrow())?;
+    let ratio = narrow.gflops? / wide.gflops?;
+    let split = narrow
+        .task_split
+        .as_ref()
+        .map(|s| {
+            format!(
+                " (panvk's split: {} of {} cores with work)",
+                s.cores_with_work, s.cores
+            )
+        })
+        .unwrap_or_default();
+    let verdict = if ratio < 0.6 {
+        "narrow workgroups reach fewer cores: the dispatch, not the clock or the code, costs this"
+    } else {
+        "narrow workgroups are spread as well as wide ones"
+    };
+    Some(format!(
+        "fp32@{} / fp32: {:.2}{split}: {verdict}",
+        narrow.workgroup_size, ratio
+    ))
 }
 
 /// One peak loop's prediction, with the measured rate as a share of it.
@@ -152,7 +241,7 @@ fn peak_prediction(p: &Peak) -> Option<String> {
     let pr = p.predicted.as_ref()?;
     Some(format!(
         "{} {}{}",
-        p.precision.name(),
+        peak_label(p),
         predicted_rate(pr),
         share(p.gflops, pr.loop_gflops.unwrap_or(pr.gflops))
             .map(|s| format!(", measured {s}"))
@@ -679,19 +768,79 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_peak_loop_shows_its_prediction_only_when_the_driver_gave_one() {
-        let mut p = Peak {
-            precision: Precision::Fp32,
-            gflops: Some(128.0),
+    fn peak(precision: Precision, local: u32, gflops: Option<f64>) -> Peak {
+        Peak {
+            precision,
+            workgroup_size: local,
+            workgroups: if local == 256 { 16384 } else { 32768 },
+            gflops,
             error: None,
             predicted: None,
-        };
+            measured_over_predicted: None,
+            task_split: None,
+            cur_freq_before_hz: None,
+            cur_freq_after_hz: None,
+        }
+    }
+
+    #[test]
+    fn a_peak_loop_shows_its_prediction_only_when_the_driver_gave_one() {
+        let mut p = peak(Precision::Fp32, 256, Some(128.0));
         assert_eq!(peak_prediction(&p), None);
         p.predicted = Some(predicted());
         assert_eq!(
             peak_prediction(&p).as_deref(),
             Some("fp32 >= 512 (arithmetic-bound), measured 25 %")
         );
+    }
+
+    #[test]
+    fn narrow_workgroups_far_below_wide_ones_are_named_as_the_dispatchs_doing() {
+        use crate::bench::tasksplit::{split, Limits, Rule};
+        let l = Limits::g610();
+        let mut wide = peak(Precision::Fp32, 256, Some(400.0));
+        wide.task_split = split(Rule::Mesa25, &l, [256, 1, 1], [16384, 1, 1], 36);
+        let mut narrow = peak(Precision::Fp32, 16, Some(100.0));
+        narrow.task_split = split(Rule::Mesa25, &l, [16, 1, 1], [32768, 1, 1], 8);
+        let line = narrow_verdict(&[wide.clone(), narrow.clone()]).unwrap();
+        assert_eq!(
+            line,
+            "fp32@16 / fp32: 0.25 (panvk's split: 1 of 4 cores with work): narrow workgroups \
+             reach fewer cores: the dispatch, not the clock or the code, costs this"
+        );
+        narrow.gflops = Some(390.0);
+        narrow.task_split = split(Rule::Mesa26, &l, [16, 1, 1], [32768, 1, 1], 8);
+        assert!(narrow_verdict(&[wide.clone(), narrow.clone()])
+            .unwrap()
+            .ends_with("narrow workgroups are spread as well as wide ones"));
+        // Without the narrow run (a CPU device), nothing to say.
+        assert_eq!(narrow_verdict(std::slice::from_ref(&wide)), None);
+        narrow.gflops = None;
+        assert_eq!(narrow_verdict(&[wide, narrow]), None);
+    }
+
+    #[test]
+    fn the_peak_section_gives_the_clock_around_each_timed_peak_and_each_task_split() {
+        use crate::bench::tasksplit::{split, Limits, Rule};
+        let l = Limits::g610();
+        let mut wide = peak(Precision::Fp32, 256, Some(400.0));
+        wide.cur_freq_before_hz = Some(300_000_000);
+        wide.cur_freq_after_hz = Some(1_000_000_000);
+        wide.task_split = split(Rule::Mesa26, &l, [256, 1, 1], [16384, 1, 1], 36);
+        let mut narrow = peak(Precision::Fp32, 16, Some(390.0));
+        narrow.task_split = split(Rule::Mesa26, &l, [16, 1, 1], [32768, 1, 1], 8);
+        let mut o = String::new();
+        let report = crate::bench::report::tests_support::report(vec![wide, narrow]);
+        clock_and_peaks(&mut o, &report, Style::default());
+        for needle in [
+            "measured peak (FMA / int8 dot loops): fp32 400 GFLOP/s | fp32@16 390 GFLOP/s",
+            "GPU clock before -> after each timed peak: fp32 300 MHz -> 1000 MHz",
+            "panvk task split (Mesa 26.0+ rule; compute core mask 0x50005 = 4 cores; thread limits: a Mali-G610",
+            "  fp32: 16384 workgroups of 256: x_axis #1: 16384 tasks of 1 workgroup (256 threads) \
+             on 4 of 4 cores, per core 4 tasks, 1024 threads (64 warps) of 1024 at once",
+            "  fp32@16: 32768 workgroups of 16: x_axis #16: 2048 tasks of 16 workgroups",
+        ] {
+            assert!(o.contains(needle), "{needle:?} missing in:\n{o}");
+        }
     }
 }

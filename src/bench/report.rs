@@ -22,7 +22,7 @@ pub const SCOPE_NOTE: &str = "predictions cover the linear layers (GEMMs) only: 
 /// `--max-clock`'s record: the change it made (and undid) and the clock around each part.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ClockPinReport {
-    pub change: super::clockpin::Change,
+    pub change: crate::clockpin::Change,
     /// ("before fp32 peak", "1000 MHz (governor performance)"), in order.
     pub samples: Vec<(String, String)>,
 }
@@ -229,6 +229,34 @@ pub fn predict(seconds_per_layer: f64, layers: u32, ubatch: u32) -> (f64, f64) {
     let tps = f64::from(ubatch) / per_ubatch;
     let prompt = f64::from(PROMPT_TOKENS.div_ceil(ubatch)) * per_ubatch;
     (tps, prompt)
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// A report of the tiny model on a default device with these peaks, nothing else.
+    pub fn report(peak: Vec<Peak>) -> Report {
+        let model = super::super::model::preset("tiny").unwrap().clone();
+        Report {
+            tool: "rvl smoke-bench test".into(),
+            device: DeviceInfo::default(),
+            devices: Vec::new(),
+            model: ModelInfo {
+                gflop_per_token: model.flops_per_token() / 1e9,
+                model,
+            },
+            size: Size::Quick,
+            gpu_clock: None,
+            clock_pin: None,
+            peak,
+            kernels: Vec::new(),
+            ubatches: Vec::new(),
+            cpu_threads: None,
+            notes: Vec::new(),
+            problems: false,
+        }
+    }
 }
 
 #[cfg(test)]

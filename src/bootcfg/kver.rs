@@ -35,7 +35,7 @@ fn tilde_rc(release: &str) -> String {
 /// dpkg's `verrevcmp`: non-digit runs compare by a weight where `~` sorts before everything
 /// (even the end of the string) and letters before other characters; digit runs compare
 /// numerically.
-fn dpkg_compare(a: &str, b: &str) -> Ordering {
+pub fn dpkg_compare(a: &str, b: &str) -> Ordering {
     fn weight(c: Option<u8>) -> i32 {
         match c {
             None => 0,

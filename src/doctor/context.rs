@@ -32,7 +32,7 @@ impl Context<'_> {
     /// setup would only refuse.
     pub fn mesa_blocked(&self) -> Option<String> {
         let os = self.inv.os.as_ref()?;
-        crate::osrelease::mesa26_blocker(&crate::osrelease::OsRelease {
+        crate::builddeps::release_blocker(&crate::osrelease::OsRelease {
             id: os.id.clone(),
             version_id: os.version_id.clone(),
             pretty_name: os.pretty_name.clone(),

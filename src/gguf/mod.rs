@@ -134,6 +134,9 @@ impl GgmlType {
     pub const F16: GgmlType = GgmlType(1);
     pub const Q4_0: GgmlType = GgmlType(2);
     pub const Q8_0: GgmlType = GgmlType(8);
+    pub const Q4_K: GgmlType = GgmlType(12);
+    pub const Q6_K: GgmlType = GgmlType(14);
+    pub const BF16: GgmlType = GgmlType(30);
 
     /// (elements per block, bytes per block) for the types rvl knows, else None.
     pub fn block(self) -> Option<(u64, u64)> {
@@ -144,10 +147,11 @@ impl GgmlType {
             GgmlType::Q4_0 => Some((32, 18)),
             // one f16 scale + 32 signed bytes
             GgmlType::Q8_0 => Some((32, 34)),
-            // q4_K: f16 d, dmin, 12 bytes of 6-bit scales, 128 bytes of nibbles
-            GgmlType(12) => Some((256, 144)),
-            // q6_K: 128 low nibble bytes, 64 high-bit bytes, 16 scales, f16 d
-            GgmlType(14) => Some((256, 210)),
+            // super-blocks of 256: f16 d and dmin, 12 bytes of 6-bit scales/mins, 128 of nibbles
+            GgmlType::Q4_K => Some((256, 144)),
+            // super-blocks of 256: 128 bytes low nibbles, 64 high 2-bit, 16 i8 scales, f16 d
+            GgmlType::Q6_K => Some((256, 210)),
+            GgmlType::BF16 => Some((1, 2)),
             _ => None,
         }
     }

@@ -528,6 +528,7 @@ pub fn setup_facts(root: &Root, probe: &SetupProbe) -> SetupFacts {
             .sudo_user
             .clone()
             .filter(|u| !u.is_empty() && u != "root"),
+        apt_policy: None,
     }
 }
 

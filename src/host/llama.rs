@@ -2,6 +2,7 @@
 //! PATH, and (live only) what the newest build's `llama-bench --list-devices` prints. Read
 //! through the one [`Root`]; a binary is only ever run when the root is the running system.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
@@ -27,6 +28,10 @@ fn install(root: &Root, prefix: String) -> LlamaInstall {
         server_executable: executable(root, &format!("{prefix}/bin/llama-server")),
         bench_executable: executable(root, &format!("{prefix}/bin/llama-bench")),
         test_backend_ops_executable: executable(root, &format!("{prefix}/bin/test-backend-ops")),
+        rpc_server_executable: executable(
+            root,
+            &format!("{prefix}/bin/{}", crate::rpc::RPC_SERVER),
+        ),
         prefix,
         stamp,
         stamp_error,
@@ -120,13 +125,31 @@ fn list_devices_within(
     if !root.is_live() || !inv.live {
         return None;
     }
+    Some(run_list_devices(
+        bin,
+        &[],
+        &crate::llama::launch_env(inv),
+        limit,
+    ))
+}
+
+/// `BIN ARGS… --list-devices` with `env` added to rvl's own environment, killed at `limit`: the
+/// device lines it printed, and why it failed when it did. The caller decides that the binary
+/// may run here (never one of a foreign root).
+pub fn run_list_devices(
+    bin: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    limit: Duration,
+) -> LlamaDevices {
     let mut out = LlamaDevices {
         binary: bin.to_string(),
         ..Default::default()
     };
     let mut child = match Command::new(bin)
+        .args(args)
         .arg("--list-devices")
-        .envs(crate::llama::launch_env(inv))
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -135,7 +158,7 @@ fn list_devices_within(
         Ok(c) => c,
         Err(e) => {
             out.error = Some(format!("cannot start {bin}: {e}"));
-            return Some(out);
+            return out;
         }
     };
     // Read both pipes on threads, so a chatty child cannot block on a full pipe.
@@ -192,7 +215,7 @@ fn list_devices_within(
         Some(s) if !s.success() => Some(format!("exited with {s}{last}")),
         Some(_) => None,
     };
-    Some(out)
+    out
 }
 
 #[cfg(test)]

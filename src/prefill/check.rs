@@ -77,7 +77,7 @@ pub fn judge(ended: &Ended, stdout: &str, stderr: &str, asked: usize) -> Check {
             Ended::Exit(1) if backend_ops::lacks_patch(stdout) => (
                 CheckStatus::Error,
                 Some(format!(
-                    "this test-backend-ops lacks rvl's {} (patches/llama.cpp 0003); rebuild rvl's llama.cpp: sudo rvl setup --only llama-cpp",
+                    "this test-backend-ops lacks rvl's {} (patches/llama.cpp 0006); rebuild rvl's llama.cpp: sudo rvl setup --only llama-cpp",
                     backend_ops::MUL_MAT_OPTION
                 )),
             ),

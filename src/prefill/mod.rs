@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod g610;
 pub mod gguf;
 pub mod parse;
 pub mod plan;
@@ -107,7 +108,18 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
-    let (model, shapes, weights) = model_file(&plan.model)?;
+    let (model, shapes, weights, table) = model_file(&plan.model)?;
+    let g610 = match table {
+        Ok(g) => g610::predict(&g, &plan.ubatches),
+        Err(e) => g610::G610Prediction {
+            error: Some(format!("the GGUF header gives no tensor table ({e})")),
+            ..Default::default()
+        },
+    };
+    // A worker that is down would fail every GPU case, minutes later: say so now.
+    for w in &plan.rpc {
+        host::rpc::connects(w, host::rpc::CONNECT_TIMEOUT).map_err(Error::Tool)?;
+    }
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
     let checker = check_tool(args.test_backend_ops.as_deref(), &bench, install, weights)?;
@@ -120,13 +132,22 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
             plan.prompt,
             plan.cases().len(),
             plan.timeout.as_secs(),
-            match &checker.tool.path {
-                Some(t) => format!(
-                    "; each GPU ubatch checked first with {} ({} matrices)",
-                    escape_line(t),
-                    checker.weights.len()
-                ),
-                None => String::new(),
+            {
+                let mut s = match &checker.tool.path {
+                    Some(t) => format!(
+                        "; each GPU ubatch checked first with {} ({} matrices)",
+                        escape_line(t),
+                        checker.weights.len()
+                    ),
+                    None => String::new(),
+                };
+                if !plan.rpc.is_empty() {
+                    s.push_str(&format!(
+                        "; GPU runs with RPC workers {}",
+                        crate::rpc::join(&plan.rpc)
+                    ));
+                }
+                s
             }
         );
     }
@@ -142,7 +163,7 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
         .and_then(|p| ggml_device(p, visible));
     let prediction = gemm_prediction(&plan, shapes, device.as_ref(), settings, progress);
     let mut report = build_report(
-        &plan, model, &bench, install, line, device, rows, prediction,
+        &plan, model, &bench, install, line, device, rows, prediction, g610,
     );
     report.notes.push(match (&check_tool.path, &check_tool.not_run) {
         (Some(_), _) => format!(
@@ -169,16 +190,17 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     Ok(outcome)
 }
 
-/// The model's layer shapes and its weight matrices (the check's products), or why not.
-type Header = (
+/// The model's header: its size and that it is GGUF (the magic), so a wrong path fails at once
+/// rather than as a dozen failed runs; its layer shapes, its weight matrices (the check's
+/// products) and its tensor table (the G610 prediction), or why not.
+type ModelHead = (
     ModelFile,
     Result<gguf::Shapes, String>,
     Result<Vec<gguf::Weight>, String>,
+    Result<crate::gguf::Gguf, String>,
 );
 
-/// The model file: its size and that it is GGUF (the magic), so a wrong path fails at once
-/// rather than as a dozen failed runs; its layer shapes and weight table from the header.
-fn model_file(path: &Path) -> Result<Header, Error> {
+fn model_file(path: &Path) -> Result<ModelHead, Error> {
     let shown = path.display().to_string();
     let read = |n: usize| {
         crate::host::root::read_head(path, n).map_err(|e| {
@@ -209,7 +231,8 @@ fn model_file(path: &Path) -> Result<Header, Error> {
         n_params: None,
     };
     let weights = gguf::weights(&head).map(|(w, _)| w);
-    Ok((file, gguf::shapes(&head), weights))
+    let table = crate::gguf::read::parse(&head, false).map_err(|e| e.to_string());
+    Ok((file, gguf::shapes(&head), weights, table))
 }
 
 /// The check's tool and the model's matrices, or why no check runs.
@@ -473,8 +496,9 @@ fn sweep(
             );
         }
         let raw = run::run(&argv, env, plan.timeout);
+        let rpc = side == Side::Gpu && !plan.rpc.is_empty();
         let (mut case, line) =
-            parse::classify(side, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
+            parse::classify(side, rpc, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
         case.seconds = raw.seconds;
         case.argv = argv;
         if progress {
@@ -511,6 +535,7 @@ fn sweep(
                 check: checks.iter().find(|(u, _)| *u == ub).map(|c| c.1.clone()),
                 gemm_predicted_tokens_per_s: None,
                 measured_over_predicted: None,
+                g610_predicted_tokens_per_s: None,
                 ubatch: ub,
                 gpu_cpu_ratio: g
                     .zip(cpu.as_ref().and_then(Case::ok_rate))
@@ -548,8 +573,14 @@ fn build_report(
     device: Option<VulkanDevice>,
     mut rows: Vec<UbatchRow>,
     prediction: report::GemmPrediction,
+    g610: g610::G610Prediction,
 ) -> Report {
     for r in &mut rows {
+        r.g610_predicted_tokens_per_s = g610
+            .points
+            .iter()
+            .find(|p| p.ubatch == r.ubatch)
+            .map(|p| p.tokens_per_s);
         r.gemm_predicted_tokens_per_s = prediction
             .points
             .iter()
@@ -576,6 +607,10 @@ fn build_report(
         Some(e) => notes.push(format!("no GEMM prediction beside it: {e}")),
         None => notes.push(format!("the GEMM prediction covers the linear layers only (a {} sweep{}); measured/pred below 1 is what attention, norms, RoPE, the LM head and llama.cpp's own overheads cost", plan.sweep.word(), if plan.sweep == SweepSize::Full { "" } else { "; --full screens every kernel" })),
     }
+    match &g610.error {
+        Some(e) => notes.push(format!("no G610 lab prediction: {e}")),
+        None => notes.push(format!("the G610 prediction is the panvk lab's: the model's weight matrices at the inner-loop rates of the llama.cpp pipelines their types run ({}); a board's pp is below it by attention, the other ops, the memory system and the clock it runs at", g610::BASIS)),
+    }
     if let Some(d) = &device {
         if d.kind == "cpu" {
             notes.push("the Vulkan device is a CPU implementation (lavapipe): its GPU runs compete with the CPU runs for the same cores".into());
@@ -590,6 +625,11 @@ fn build_report(
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
         model,
         prompt_tokens: plan.prompt,
+        rpc: plan
+            .rpc
+            .iter()
+            .map(crate::rpc::Endpoint::to_string)
+            .collect(),
         llama_bench: LlamaBench {
             path: bench.to_string(),
             build_commit: line.build_commit,
@@ -606,6 +646,7 @@ fn build_report(
         check_tool: CheckTool::default(),
         best_gpu_ubatch: report::best_gpu_ubatch(&rows),
         gemm_prediction: prediction,
+        g610_prediction: g610,
         ubatches: rows,
         notes,
         problems,
@@ -659,11 +700,13 @@ mod tests {
                         sha256: s.clone(),
                     })
                     .collect(),
+                int_dot_matmul: None,
             }),
             stamp_error: None,
             server_executable: true,
             bench_executable: true,
             test_backend_ops_executable: true,
+            rpc_server_executable: true,
         };
         let facts = LlamaFacts {
             installs: vec![inst],

@@ -78,6 +78,13 @@ fn header(o: &mut String, r: &Report, style: Style) {
             let _ = writeln!(o, "CPU runs: skipped (--no-cpu)");
         }
     }
+    if !r.rpc.is_empty() {
+        let _ = writeln!(
+            o,
+            "GPU runs: with RPC workers {} (llama-bench -rpc), besides any GPU of this board",
+            escape_line(&r.rpc.join(","))
+        );
+    }
     let c = &r.check_tool;
     match (&c.path, &c.not_run) {
         (Some(p), _) => {
@@ -155,10 +162,39 @@ fn status_cell(gpu: &Case, cpu: Option<&Case>, style: Style) -> String {
     }
 }
 
+/// "G610 at 1 GHz (panvk lab): 5.55 GFLOP/token, q4_K 4.62 at 760 GFLOP/s, ...".
+fn g610_line(r: &Report) -> Option<String> {
+    let g = &r.g610_prediction;
+    if g.points.is_empty() {
+        return None;
+    }
+    let types: Vec<String> = g
+        .by_type
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {} at {} GFLOP/s",
+                escape_line(&t.ggml_type),
+                sig3(t.gflop_per_token),
+                sig3(t.medium_gflops)
+            )
+        })
+        .collect();
+    Some(format!(
+        "G610 at 1 GHz (panvk lab model, GEMM only): {} GFLOP/token ({})",
+        sig3(g.gflop_per_token.unwrap_or(0.0)),
+        types.join(", ")
+    ))
+}
+
 fn table(o: &mut String, r: &Report, style: Style) {
     // The GEMM-only columns only when there is a prediction: the table otherwise.
     let predicted = !r.gemm_prediction.points.is_empty();
+    let g610 = !r.g610_prediction.points.is_empty();
     let _ = writeln!(o);
+    if let Some(l) = g610_line(r) {
+        let _ = writeln!(o, "{l}");
+    }
     if let (true, Some(s)) = (predicted, &r.gemm_prediction.shapes) {
         let _ = writeln!(
             o,
@@ -169,15 +205,17 @@ fn table(o: &mut String, r: &Report, style: Style) {
     }
     let _ = writeln!(
         o,
-        "| ubatch | GPU check | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{} status |",
+        "| ubatch | GPU check | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{}{} status |",
         if predicted { " GEMM-only pred t/s | GPU/pred |" } else { "" },
+        if g610 { " G610 1 GHz pred t/s |" } else { "" },
         p = r.prompt_tokens,
         tokens = thousands(super::report::PROMPT_TOKENS)
     );
     let _ = writeln!(
         o,
-        "|---:|---|---:|---:|---:|---:|{}---|",
-        if predicted { "---:|---:|" } else { "" }
+        "|---:|---|---:|---:|---:|---:|{}{}---|",
+        if predicted { "---:|---:|" } else { "" },
+        if g610 { "---:|" } else { "" }
     );
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
     for u in &r.ubatches {
@@ -189,6 +227,11 @@ fn table(o: &mut String, r: &Report, style: Style) {
             )
         } else {
             String::new()
+        };
+        let extra = if g610 {
+            format!("{extra} {} |", opt(u.g610_predicted_tokens_per_s, &sig3))
+        } else {
+            extra
         };
         let _ = writeln!(
             o,
@@ -207,8 +250,13 @@ fn table(o: &mut String, r: &Report, style: Style) {
         Some(b) => {
             let _ = writeln!(
                 o,
-                "fastest GPU ubatch that ran: {b} (rvl serve {} uses it)",
-                escape_line(&r.model.file_name)
+                "fastest GPU ubatch that ran: {b} (rvl serve {}{} uses it)",
+                escape_line(&r.model.file_name),
+                if r.rpc.is_empty() {
+                    String::new()
+                } else {
+                    format!(" --rpc {}", escape_line(&r.rpc.join(",")))
+                }
             );
         }
         None => {
@@ -283,6 +331,9 @@ pub fn render_comparison(c: &Comparison, style: Style) -> String {
             "{}",
             style.yellow(&format!("warning: {}", escape_line(w)))
         );
+    }
+    if let Some(g) = &c.gpu_runs {
+        let _ = writeln!(o, "GPU runs before: {}", escape_line(g));
     }
     let _ = writeln!(o, "| ubatch | side | before | now | change |");
     let _ = writeln!(o, "|---:|---|---:|---:|---:|");

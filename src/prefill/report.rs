@@ -15,6 +15,10 @@ pub struct Report {
     /// Prompt tokens per llama-bench run (`-p`).
     pub prompt_tokens: u32,
     pub llama_bench: LlamaBench,
+    /// The llama.cpp RPC workers the GPU runs used besides this board (`--rpc`), as
+    /// `HOST:PORT`; empty for this board alone.
+    #[serde(default)]
+    pub rpc: Vec<String>,
     /// The Vulkan device ggml uses as rvl's own loader sees it (driver and Mesa version), when
     /// rvl could look.
     pub vulkan_device: Option<VulkanDevice>,
@@ -37,6 +41,11 @@ pub struct Report {
     /// there is none.
     #[serde(default)]
     pub gemm_prediction: GemmPrediction,
+    /// The GEMM-only prefill of the model's weight matrices on a Mali-G610 MC4 at 1 GHz, from
+    /// their tensor types and the panvk lab's rates for rvl's Mali pipelines (the ceiling a
+    /// board's measured rate is set against), or why there is none.
+    #[serde(default)]
+    pub g610_prediction: super::g610::G610Prediction,
     pub notes: Vec<String>,
     /// True when any run did not end ok.
     pub problems: bool,
@@ -109,6 +118,9 @@ pub struct UbatchRow {
     /// Measured GPU t/s over that prediction: what attention and the other ops cost.
     #[serde(default)]
     pub measured_over_predicted: Option<f64>,
+    /// The lab model's GEMM-only t/s on a G610 at 1 GHz at this ubatch (`g610_prediction`).
+    #[serde(default)]
+    pub g610_predicted_tokens_per_s: Option<f64>,
 }
 
 /// The layer shapes the prediction used and what it gave.

@@ -80,10 +80,28 @@ pub fn load(path: &Path) -> Result<Report, Error> {
 /// The ubatch `rvl serve` takes from a recorded run of the model named `file_name`, for the
 /// llama.cpp build at `prefix` (the one serve runs): the fastest whose GPU run was ok.
 /// Otherwise why not: a record of another file, of another build (what survived one build
-/// says nothing of another: a stock one crashes above 64), or with no GPU run ok.
-pub fn serve_ubatch(record: &Report, file_name: &str, prefix: &str) -> Result<u32, String> {
+/// says nothing of another: a stock one crashes above 64), of other RPC workers (`rpc`: those
+/// serve spreads the model over, as `HOST:PORT`; a ubatch measured on one board says nothing
+/// of several), or with no GPU run ok.
+pub fn serve_ubatch(
+    record: &Report,
+    file_name: &str,
+    prefix: &str,
+    rpc: &[String],
+) -> Result<u32, String> {
     if record.model.file_name != file_name {
         return Err(format!("it is of {}", record.model.file_name));
+    }
+    if record.rpc != rpc {
+        let with = |w: &[String]| match w {
+            [] => "this board alone".to_string(),
+            w => format!("RPC workers {}", w.join(",")),
+        };
+        return Err(format!(
+            "it measured {}, not {}",
+            with(&record.rpc),
+            with(rpc)
+        ));
     }
     match record.llama_bench.rvl_prefix.as_deref() {
         Some(p) if p == prefix => {}

@@ -20,6 +20,18 @@ pub struct Options {
     /// Steps to plan (empty: all).
     pub only: Vec<String>,
     pub mesa_from: MesaSource,
+    /// `--mesa-archive`: a prebuilt panvk archive on this machine, with the sha256 it must have.
+    pub mesa_archive: Option<LocalArchive>,
+}
+
+/// A file on this machine that setup installs, pinned by the user (`--mesa-sha256` or the
+/// `FILE.sha256` next to it) instead of the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocalArchive {
+    /// Host path (absolute).
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
 }
 
 impl Options {
@@ -107,6 +119,9 @@ pub enum Action {
         prefix: String,
         options: Vec<String>,
         patches: Vec<String>,
+        /// Tools that do not come from PATH (Mesa on a release that predates it).
+        #[serde(skip_serializing_if = "Toolchain::is_empty")]
+        toolchain: Toolchain,
     },
     /// Download a pinned prebuilt archive and unpack it as the prefix.
     InstallPrebuilt {
@@ -115,6 +130,76 @@ pub enum Action {
         size: u64,
         prefix: String,
     },
+    /// Unpack a prebuilt panvk archive from this machine (`--mesa-archive`) as the prefix,
+    /// once its sha256 matched and its own `share/rvl/build.json` names this Mesa.
+    InstallArchive {
+        #[serde(flatten)]
+        archive: LocalArchive,
+        /// The Mesa version the archive's stamp must name.
+        version: String,
+        prefix: String,
+    },
+    /// Install release packages a build needs with the image's own apt (`apt-get install
+    /// --no-install-recommends`), then mark them automatically installed, so `apt autoremove`
+    /// takes them back once nothing needs them. Not journaled: packages are apt's business.
+    InstallPackages {
+        packages: Vec<String>,
+        /// What they are for, for people.
+        purpose: String,
+    },
+    /// Build a build-only tool from pinned archives into its cache directory under
+    /// `/opt/rvl/build/` (not journaled: a cache that a later run reuses, even after a
+    /// failed or interrupted build of what needs it).
+    BuildTool {
+        tool: BuildToolKind,
+        version: String,
+        /// `/opt/rvl/build/<tool>-<version>`.
+        dir: String,
+        archives: Vec<ToolArchive>,
+    },
+}
+
+/// The build tools setup knows how to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildToolKind {
+    /// meson's wheel, installed into a venv (`python3 -m venv`, then its pip, offline).
+    MesonVenv,
+    /// SPIRV-Tools built static with SPIRV-Headers (cmake + ninja), libraries, headers and
+    /// `SPIRV-Tools.pc` copied into the directory.
+    SpirvTools,
+}
+
+/// One pinned archive a build tool is made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolArchive {
+    pub id: String,
+    pub url: String,
+    pub sha256: String,
+    pub size: u64,
+    /// Top directory of a source archive (None: a wheel).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+}
+
+/// Where a build finds the tools that do not come from PATH (all target paths; empty: PATH).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Toolchain {
+    /// The meson program (`/opt/rvl/build/meson-1.7.0/bin/meson`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meson: Option<String>,
+    /// `llvm-config` of the chosen LLVM (`/usr/bin/llvm-config-15`), given to meson in a native file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llvm_config: Option<String>,
+    /// Directories put first on `PKG_CONFIG_PATH` (SPIRV-Tools' `lib/pkgconfig`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pkg_config_path: Vec<String>,
+}
+
+impl Toolchain {
+    pub fn is_empty(&self) -> bool {
+        *self == Toolchain::default()
+    }
 }
 
 /// Unified diff of two texts, with file names in the header.

@@ -11,11 +11,12 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use super::action::Toolchain;
 use super::action::{Action, Verify};
 use super::journal::{StateDir, Txn};
 use super::patches::{Patch, Series};
 use super::plan::Plan;
-use super::{archive, builder, fault, fsops, patches, paths, steps};
+use super::{archive, builder, buildtools, fault, fsops, patches, paths, steps};
 use crate::bootcfg::extlinux::Extlinux;
 use crate::error::Error;
 use crate::fetch;
@@ -42,7 +43,46 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
     let dir = state.host("cache");
     let mut cache = Cache::new();
     for step in &plan.steps {
+        let archives = step.actions.iter().flat_map(|a| match a {
+            Action::BuildTool { archives, .. } => archives.as_slice(),
+            _ => &[],
+        });
+        for a in archives {
+            if cache.contains_key(&a.sha256) {
+                continue;
+            }
+            state.ensure_dir("cache")?;
+            let name = cache_name(&a.url, &a.sha256);
+            clear_non_files(root, &state.path("cache").join(&name))?;
+            let dest = dir.join(name);
+            let req = fetch::Request {
+                url: a.url.clone(),
+                sha256: a.sha256.clone(),
+                size: Some(a.size),
+                max_size: a.size,
+            };
+            fetch::download(&req, &dest, opts).map_err(Error::from)?;
+            cache.insert(a.sha256.clone(), dest);
+        }
         for action in &step.actions {
+            if let Action::InstallArchive { archive, .. } = action {
+                if cache.contains_key(&archive.sha256) {
+                    continue;
+                }
+                state.ensure_dir("cache")?;
+                let name = format!(
+                    "{}-{}",
+                    short(&archive.sha256),
+                    Path::new(&archive.file)
+                        .file_name()
+                        .map_or("archive".into(), |n| n.to_string_lossy().into_owned())
+                );
+                clear_non_files(root, &state.path("cache").join(&name))?;
+                let dest = dir.join(&name);
+                copy_verified(archive, &dest)?;
+                cache.insert(archive.sha256.clone(), dest);
+                continue;
+            }
             let (origin, sha256, size) = match action {
                 Action::InstallArtifact {
                     url, sha256, size, ..
@@ -91,6 +131,31 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
         }
     }
     Ok(cache)
+}
+
+/// Copy a local archive into the cache through a `.part` file, and keep it only once its size
+/// and sha256 are the pinned ones (the same check a download gets).
+fn copy_verified(a: &super::action::LocalArchive, dest: &Path) -> anyhow::Result<()> {
+    let what = format!("--mesa-archive {}", a.file);
+    if fetch::verify_file(&what, dest, &a.sha256, a.size).is_ok() {
+        return Ok(());
+    }
+    let part = fetch::part_path(dest);
+    let result = (|| -> anyhow::Result<()> {
+        let mut from =
+            fs::File::open(&a.file).map_err(|e| Error::BadInput(format!("{what}: {e}")))?;
+        let mut to = fs::File::create(&part).map_err(|e| Error::io("cannot create", &part, e))?;
+        // Never more than the pinned size plus one byte: a grown file fails the size check.
+        std::io::copy(&mut std::io::Read::take(&mut from, a.size + 1), &mut to)?;
+        to.sync_all()?;
+        fetch::verify_file(&what, &part, &a.sha256, a.size).map_err(Error::from)?;
+        fs::rename(&part, dest)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&part);
+    }
+    result
 }
 
 /// Remove anything but a regular file at a cache name and at its `.part` (a link planted there
@@ -272,6 +337,7 @@ fn run_action(
             system,
             prefix,
             options,
+            toolchain,
             ..
         } => {
             let tarball = cached(cache, sha256)?.clone();
@@ -283,22 +349,48 @@ fn run_action(
                 system: *system,
                 prefix,
                 options,
+                toolchain,
             };
             build_source(txn, step, &spec, &tarball, patches.get(project), progress)
         }
-        Action::InstallPrebuilt { sha256, prefix, .. } => {
+        Action::InstallPackages { packages, .. } => {
+            if let Some(deferred) =
+                buildtools::install_packages(txn.root(), packages, ctx.tools, progress)?
+            {
+                ctx.deferred.push(deferred);
+            }
+            Ok(())
+        }
+        Action::BuildTool {
+            tool,
+            version,
+            dir,
+            archives,
+        } => buildtools::build_tool(txn.root(), *tool, version, dir, archives, cache, progress),
+        Action::InstallPrebuilt {
+            url,
+            sha256,
+            prefix,
+            ..
+        } => {
             let archive_path = cached(cache, sha256)?.clone();
-            txn.ensure_parent(prefix, step)?;
-            let stage = make_stage(txn, prefix)?;
-            let result = (|| {
-                let staged = stage.join("prefix");
-                let host = txn.root().join(&staged);
-                archive::unpack(&archive_path, &host)?;
-                write_stamp(&host, &serde_json::json!({"prebuilt": sha256}))?;
-                txn.install_tree(&staged, prefix, step)
-            })();
-            let _ = fsops::remove_all(txn.root(), &stage);
-            result
+            install_prefix_archive(txn, step, &archive_path, sha256, prefix, None, url)
+        }
+        Action::InstallArchive {
+            archive,
+            version,
+            prefix,
+        } => {
+            let archive_path = cached(cache, &archive.sha256)?.clone();
+            install_prefix_archive(
+                txn,
+                step,
+                &archive_path,
+                &archive.sha256,
+                prefix,
+                Some(version),
+                &archive.file,
+            )
         }
     }
 }
@@ -349,6 +441,32 @@ pub fn how_to_run(root: &Root, tool: &str, tools: &Tools) -> anyhow::Result<Tool
     Ok(ToolRun::NotRun(format!(
         "{in_image} is the image's own program, and rvl never runs an image's programs on this machine"
     )))
+}
+
+/// Most bytes of `apt-cache policy` output read (rvl asks about fewer than 60 packages).
+const APT_POLICY_CAP: usize = 1 << 20;
+
+/// The image's `apt-cache policy NAMES` (C locale), or None when its apt cannot be asked here:
+/// not a Debian-family system, or under `--root` without a stand-in (the image's own apt-cache
+/// is never run on this machine).
+pub fn apt_policy(root: &Root, tools: &Tools, names: &[String]) -> Option<String> {
+    let ToolRun::Program(program) = how_to_run(root, "apt-cache", tools).ok()? else {
+        return None;
+    };
+    let mut cmd = Command::new(program);
+    cmd.arg("policy")
+        .args(names)
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null());
+    if !root.is_live() {
+        let base = fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
+        cmd.env("RVL_ROOT", base);
+    }
+    let out = cmd.output().ok()?;
+    if !out.status.success() || out.stdout.len() > APT_POLICY_CAP {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()
 }
 
 /// `tool args`, each word shell-quoted when it needs it (for the command a person runs).
@@ -477,6 +595,59 @@ struct SourceSpec<'a> {
     system: crate::manifest::BuildSystem,
     prefix: &'a str,
     options: &'a [String],
+    toolchain: &'a Toolchain,
+}
+
+/// Name of the file in a kept work directory that says what it was made from.
+const WORK_KEY: &str = ".rvl-key";
+
+/// Whether `work_at` holds a configured build of exactly `key` (an interrupted run's), which
+/// the next run resumes instead of unpacking and configuring again.
+pub fn resumable(root: &Root, work_at: &Path, key: &str) -> bool {
+    let stored = fsops::read(root, &work_at.join(WORK_KEY), 4096).ok();
+    stored.as_deref() == Some(key.as_bytes())
+        && matches!(
+            fsops::probe(root, &work_at.join("build/build.ninja")),
+            Ok(fsops::Node::File(_))
+        )
+}
+
+/// Say, in the log and on stderr, that a build goes on in the kept `work` directory.
+pub fn note_resume(log: &Path, work: &Path, label: &str, progress: Progress) -> anyhow::Result<()> {
+    let mut f = fs::OpenOptions::new().append(true).create(true).open(log)?;
+    writeln!(
+        f,
+        "== resuming the build in {} (an earlier run was interrupted)",
+        work.display()
+    )?;
+    if progress.shown() {
+        eprintln!(
+            "{label}: resuming the interrupted build in {}",
+            work.display()
+        );
+    }
+    Ok(())
+}
+
+/// Record what `work_at` is made from (after unpacking and patching, before configure).
+pub fn write_key(root: &Root, work_at: &Path, key: &str) -> anyhow::Result<()> {
+    let path = work_at.join(WORK_KEY);
+    let mut f = fsops::create_file(root, &path)
+        .map_err(|e| Error::io("cannot create", root.join(&path), e))?;
+    f.write_all(key.as_bytes())?;
+    Ok(())
+}
+
+/// What a build's work directory is made from: the archive, the series, the options and the
+/// toolchain (a change to any of them starts over).
+fn work_key(s: &SourceSpec, series: &[Patch]) -> String {
+    let text = serde_json::json!({
+        "source": s.sha256,
+        "patches": series.iter().map(|p| crate::digest::sha256_hex(&p.data)).collect::<Vec<_>>(),
+        "options": s.options,
+        "toolchain": s.toolchain,
+    });
+    crate::digest::sha256_hex(text.to_string().as_bytes())
 }
 
 /// The staging directory for a prefix (in-root): next to it, so moving it into place is one
@@ -496,6 +667,89 @@ fn make_stage(txn: &Txn, prefix: &str) -> anyhow::Result<PathBuf> {
     fsops::remove_all(txn.root(), &stage).map_err(|e| Error::io("cannot clear", &host, e))?;
     fsops::create_dirs(txn.root(), &stage).map_err(|e| Error::io("cannot create", &host, e))?;
     Ok(stage)
+}
+
+/// Unpack a prebuilt panvk prefix (`lib/libvulkan_panfrost.so`, and the build stamp the build
+/// script wrote) into a stage, check it, record where it came from in its stamp, and rename it
+/// into place. `version`: the Mesa the archive's own stamp must name (a `--mesa-archive`
+/// must carry one; the manifest's archives are pinned and may not).
+fn install_prefix_archive(
+    txn: &mut Txn,
+    step: &str,
+    archive_path: &Path,
+    sha256: &str,
+    prefix: &str,
+    version: Option<&str>,
+    from: &str,
+) -> anyhow::Result<()> {
+    txn.ensure_parent(prefix, step)?;
+    let stage = make_stage(txn, prefix)?;
+    let result = (|| {
+        let staged = stage.join("prefix");
+        let host = txn.root().join(&staged);
+        archive::unpack(archive_path, &host)?;
+        let _ = &host;
+        let lib = staged.join("lib").join(crate::icd::PANVK_LIBRARY);
+        if !matches!(fsops::probe(txn.root(), &lib), Ok(fsops::Node::File(_))) {
+            return Err(Error::BadInput(format!(
+                "{from}: not a panvk prefix (no lib/{} at its top)",
+                crate::icd::PANVK_LIBRARY
+            ))
+            .into());
+        }
+        let stamp_at = staged.join(paths::BUILD_STAMP);
+        let own = fsops::read(txn.root(), &stamp_at, 1 << 20).ok();
+        let mut stamp = match own.as_deref().map(serde_json::from_slice::<serde_json::Value>) {
+            Some(Ok(v @ serde_json::Value::Object(_))) => v,
+            Some(_) => {
+                return Err(Error::BadInput(format!(
+                    "{from}: {} is not a JSON object",
+                    paths::BUILD_STAMP
+                ))
+                .into())
+            }
+            None if version.is_some() => {
+                return Err(Error::BadInput(format!(
+                    "{from}: has no {} (scripts/build-panvk-deb.sh writes it: which Mesa, which patches)",
+                    paths::BUILD_STAMP
+                ))
+                .into())
+            }
+            None => serde_json::json!({"project": "mesa"}),
+        };
+        if let Some(want) = version {
+            let (project, got) = (&stamp["project"], &stamp["version"]);
+            if project != "mesa" || got != want {
+                return Err(Error::BadInput(format!(
+                    "{from}: its {} names {} {}, not mesa {want} (the manifest's Mesa)",
+                    paths::BUILD_STAMP,
+                    project
+                        .as_str()
+                        .map(crate::output::escape_control)
+                        .unwrap_or_else(|| "no project".into()),
+                    got.as_str()
+                        .map(crate::output::escape_control)
+                        .unwrap_or_else(|| "no version".into()),
+                ))
+                .into());
+            }
+        }
+        stamp["prebuilt"] = serde_json::json!({"sha256": sha256, "from": from});
+        // Through the root's no-link rules: the archive's own stamp may have been a link.
+        fsops::remove_all(txn.root(), &stamp_at)
+            .map_err(|e| Error::io("cannot replace", txn.root().join(&stamp_at), e))?;
+        if let Some(dir) = stamp_at.parent() {
+            fsops::create_dirs(txn.root(), dir)
+                .map_err(|e| Error::io("cannot create", txn.root().join(dir), e))?;
+        }
+        let mut f = fsops::create_file(txn.root(), &stamp_at)
+            .map_err(|e| Error::io("cannot create", txn.root().join(&stamp_at), e))?;
+        f.write_all(&serde_json::to_vec_pretty(&stamp)?)?;
+        drop(f);
+        txn.install_tree(&staged, prefix, step)
+    })();
+    let _ = fsops::remove_all(txn.root(), &stage);
+    result
 }
 
 fn write_stamp(prefix_dir: &Path, stamp: &serde_json::Value) -> anyhow::Result<()> {
@@ -524,30 +778,44 @@ fn build_source(
     state.ensure_dir("work")?;
     let log_at = state.path(&format!("logs/{label}.log"));
     let log_path = root.join(&log_at);
-    fsops::remove_all(&root, &work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
+    let key = work_key(s, series);
+    let resume = resumable(&root, &work_at, &key);
+    if !resume {
+        fsops::remove_all(&root, &work_at).map_err(|e| Error::io("cannot clear", &work, e))?;
+    }
     txn.ensure_parent(s.prefix, step)?;
     let stage_at = make_stage(txn, s.prefix)?;
     let stage = root.join(&stage_at);
     let result = (|| {
-        builder::check_tools(&[s.system])?;
-        if progress.shown() {
-            eprintln!("{label}: unpacking {}", tarball.display());
-        }
-        archive::unpack(tarball, &work.join("src"))?;
+        let brought: &[&str] = if s.toolchain.meson.is_some() {
+            &["meson"]
+        } else {
+            &[]
+        };
+        builder::check_tools_except(&[s.system], brought)?;
         let tree = work.join("src").join(s.tree);
-        if !tree.is_dir() {
-            return Err(Error::Manifest(format!(
-                "{}: has no top directory `{}` (manifest `tree`)",
-                tarball.display(),
-                s.tree
-            ))
-            .into());
+        if resume {
+            note_resume(&log_path, &work, &label, progress)?;
+        } else {
+            if progress.shown() {
+                eprintln!("{label}: unpacking {}", tarball.display());
+            }
+            archive::unpack(tarball, &work.join("src"))?;
+            if !tree.is_dir() {
+                return Err(Error::Manifest(format!(
+                    "{}: has no top directory `{}` (manifest `tree`)",
+                    tarball.display(),
+                    s.tree
+                ))
+                .into());
+            }
+            let mut log = fsops::create_file(&root, &log_at)
+                .map_err(|e| Error::io("cannot create", &log_path, e))?;
+            writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
+            patches::apply(&tree, series, &mut log)?;
+            drop(log);
+            write_key(&root, &work_at, &key)?;
         }
-        let mut log = fsops::create_file(&root, &log_at)
-            .map_err(|e| Error::io("cannot create", &log_path, e))?;
-        writeln!(log, "rvl setup: {label} from {}", tarball.display())?;
-        patches::apply(&tree, series, &mut log)?;
-        drop(log);
         let b = builder::Build {
             system: s.system,
             source: tree,
@@ -558,6 +826,7 @@ fn build_source(
             log: log_path.clone(),
             progress,
             deps_hint: steps::build_deps(s.project).to_string(),
+            tuning: tuning(&root, &work, s.toolchain, resume)?,
         };
         b.run(&label)?;
         let staged_at = stage_at.join(s.prefix.trim_start_matches('/'));
@@ -570,7 +839,7 @@ fn build_source(
             ))
             .into());
         }
-        let stamp = serde_json::json!({
+        let mut stamp = serde_json::json!({
             "project": s.project,
             "version": s.version,
             "source_sha256": s.sha256,
@@ -580,6 +849,12 @@ fn build_source(
             })).collect::<Vec<_>>(),
             "options": s.options,
         });
+        if s.project == "llama.cpp" {
+            let log = fs::read_to_string(&log_path).unwrap_or_default();
+            if let Some(int_dot) = crate::llama::int_dot_from_log(&log) {
+                stamp["int_dot_matmul"] = serde_json::json!(int_dot);
+            }
+        }
         install_build_only(
             &root,
             &work_at.join("build/bin"),
@@ -601,8 +876,58 @@ fn build_source(
         txn.install_tree(&staged_at, s.prefix, step)
     })();
     let _ = fsops::remove_all(&root, &stage_at);
-    let _ = fsops::remove_all(&root, &work_at);
+    match &result {
+        // A tool killed by a signal (Ctrl-C): keep the configured build for the next run.
+        Err(e) if e.chain().any(|c| c.is::<builder::Interrupted>()) => {
+            return result.map_err(|e| {
+                e.context(format!(
+                    "the next `rvl setup` resumes the build in {}",
+                    work.display()
+                ))
+            })
+        }
+        _ => {
+            let _ = fsops::remove_all(&root, &work_at);
+        }
+    }
     result
+}
+
+/// The builder's tuning for a toolchain: the venv's meson, a native file naming the chosen
+/// llvm-config, and SPIRV-Tools' pkg-config directory first on `PKG_CONFIG_PATH`. Tool paths
+/// are the target's, read through the root (the same paths on the board itself).
+fn tuning(
+    root: &Root,
+    work: &Path,
+    tc: &Toolchain,
+    resume: bool,
+) -> anyhow::Result<builder::Tuning> {
+    let mut t = builder::Tuning {
+        resume,
+        ..builder::Tuning::default()
+    };
+    t.meson = tc.meson.as_ref().map(|m| root.join(m));
+    if let Some(llvm) = &tc.llvm_config {
+        let native = work.join("native.ini");
+        let text = format!(
+            "# Written by rvl setup: the LLVM the release's packages provide.\n[binaries]\nllvm-config = '{}'\n",
+            root.join(llvm).display()
+        );
+        fs::write(&native, text).map_err(|e| Error::io("cannot write", &native, e))?;
+        t.native_file = Some(native);
+    }
+    if !tc.pkg_config_path.is_empty() {
+        let mut dirs: Vec<String> = tc
+            .pkg_config_path
+            .iter()
+            .map(|d| root.join(d).to_string_lossy().into_owned())
+            .collect();
+        if let Ok(old) = std::env::var("PKG_CONFIG_PATH") {
+            dirs.push(old);
+        }
+        t.env.push(("PKG_CONFIG_PATH".into(), dirs.join(":")));
+    }
+    Ok(t)
 }
 
 /// Copy what the build made but `cmake --install` leaves out (llama.cpp's test-backend-ops)

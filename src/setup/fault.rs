@@ -1,7 +1,8 @@
 //! Fault injection for the crash-safety tests: `RVL_FAULT=after-step:NAME` stops the process
 //! right after step NAME finished, `RVL_FAULT=at-write:N` stops it during the N-th change to the
 //! system (after the new content is on disk in its temp file, before it is renamed into place,
-//! the worst moment for a crash). The process exits at once with [`FAULT_EXIT`], without
+//! the worst moment for a crash), `RVL_FAULT=after-phase:LABEL:PHASE` stops it right after a
+//! build's phase (`mesa-26.2.4:build`: ninja done, nothing installed yet). The process exits at once with [`FAULT_EXIT`], without
 //! unwinding or cleaning up, as a power cut would leave it (the kernel drops the lock).
 //!
 //! The spec comes from the settings (`settings.vars.fault`), set once by [`configure`] when
@@ -17,6 +18,9 @@ pub const FAULT_EXIT: i32 = 99;
 pub enum Fault {
     AfterStep(String),
     AtWrite(u64),
+    /// `after-phase:LABEL:PHASE`: right after a build's phase finished (`mesa-26.2.4:build`),
+    /// as a Ctrl-C between ninja and the install would.
+    AfterPhase(String),
 }
 
 /// Parse a fault spec; `None` for an empty or unknown one (a typo must not look like a crash).
@@ -25,6 +29,7 @@ pub fn parse(spec: &str) -> Option<Fault> {
     match kind {
         "after-step" if !arg.is_empty() => Some(Fault::AfterStep(arg.to_string())),
         "at-write" => arg.parse().ok().filter(|n| *n > 0).map(Fault::AtWrite),
+        "after-phase" if arg.contains(':') => Some(Fault::AfterPhase(arg.to_string())),
         _ => None,
     }
 }
@@ -57,6 +62,13 @@ pub fn step_done(step: &str) {
     }
 }
 
+/// Called after each phase of a build finished (`label` as `mesa-26.2.4`, `phase` as `build`).
+pub fn phase_done(label: &str, phase: &str) {
+    if matches!(configured(), Some(Fault::AfterPhase(s)) if *s == format!("{label}:{phase}")) {
+        crash(&format!("after {label}: {phase}"));
+    }
+}
+
 fn crash(at: &str) -> ! {
     eprintln!("rvl: injected fault (RVL_FAULT) {at}: stopping now");
     std::process::exit(FAULT_EXIT)
@@ -77,5 +89,10 @@ mod tests {
         assert_eq!(parse("at-write:x"), None);
         assert_eq!(parse("after-step:"), None);
         assert_eq!(parse("explode"), None);
+        assert_eq!(
+            parse("after-phase:mesa-26.2.4:build"),
+            Some(Fault::AfterPhase("mesa-26.2.4:build".into()))
+        );
+        assert_eq!(parse("after-phase:build"), None);
     }
 }

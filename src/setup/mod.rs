@@ -9,6 +9,7 @@ pub mod action;
 pub mod apply;
 pub mod archive;
 pub mod builder;
+pub mod buildtools;
 pub mod edits;
 pub mod facts;
 pub mod fault;
@@ -87,6 +88,7 @@ impl<'a> Run<'a> {
                 cli::MesaFrom::Source => action::MesaSource::Source,
                 cli::MesaFrom::Prebuilt => action::MesaSource::Prebuilt,
             },
+            mesa_archive: local_archive(args)?,
         };
         let series =
             patches::Series::load(settings.vars.patches_dir.as_deref(), &built_projects(&opts))?;
@@ -105,7 +107,14 @@ impl<'a> Run<'a> {
     /// Read the facts and plan from them.
     fn plan(&self) -> anyhow::Result<plan::Plan> {
         let overlay = overlays::for_board(&self.target.board);
-        let facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        let mut facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        if self.opts.wants("mesa") && self.opts.mesa_from == action::MesaSource::Source {
+            let tools = apply::Tools {
+                stand_ins: self.settings.vars.root_tools.clone(),
+            };
+            facts.apt_policy =
+                apply::apt_policy(&self.root, &tools, &crate::builddeps::policy_names());
+        }
         // Compiled on the host from rvl's embedded source, never from the image.
         let compiled = overlay.map(|o| {
             let dtc = overlays::find_dtc(self.settings.vars.dtc.as_deref());
@@ -183,6 +192,71 @@ impl<'a> Run<'a> {
         report.remaining = Some(self.plan()?.step_names());
         Ok(SetupOutcome::Apply(report))
     }
+}
+
+/// Most bytes a `--mesa-archive` may have (a panvk prefix packs to about 10 MB).
+const MESA_ARCHIVE_MAX: u64 = 512 << 20;
+
+/// `--mesa-archive FILE` with the sha256 it must have: `--mesa-sha256`, else the first word of
+/// `FILE.sha256` (what `sha256sum` and scripts/build-panvk-deb.sh write).
+fn local_archive(args: &cli::SetupArgs) -> anyhow::Result<Option<action::LocalArchive>> {
+    let Some(file) = &args.mesa_archive else {
+        return Ok(None);
+    };
+    if args.mesa_from != cli::MesaFrom::Prebuilt {
+        return Err(Error::Usage(
+            "--mesa-archive installs a prebuilt panvk: add --mesa-from prebuilt".into(),
+        )
+        .into());
+    }
+    let meta = std::fs::metadata(file)
+        .map_err(|e| Error::BadInput(format!("--mesa-archive {}: {e}", file.display())))?;
+    if !meta.is_file() || meta.len() == 0 || meta.len() > MESA_ARCHIVE_MAX {
+        return Err(Error::BadInput(format!(
+            "--mesa-archive {}: expected a .tar.xz of at most {} MiB, found {}",
+            file.display(),
+            MESA_ARCHIVE_MAX >> 20,
+            if meta.is_file() {
+                format!("{} bytes", meta.len())
+            } else {
+                "no regular file".into()
+            }
+        ))
+        .into());
+    }
+    let sha256 = match &args.mesa_sha256 {
+        Some(s) => s.clone(),
+        None => {
+            let mut side = file.clone().into_os_string();
+            side.push(".sha256");
+            let side = std::path::PathBuf::from(side);
+            let text = crate::host::root::read_regular_string(&side, 4096).map_err(|e| {
+                Error::Usage(format!(
+                    "--mesa-archive {}: no sha256 to verify it by ({}: {e}); pass --mesa-sha256 HEX, or put the `sha256sum` line next to it",
+                    file.display(),
+                    side.display()
+                ))
+            })?;
+            text.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }
+    };
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::BadInput(format!(
+            "--mesa-archive {}: the sha256 must be 64 hex digits, got `{}`",
+            file.display(),
+            crate::output::escape_control(&sha256)
+        ))
+        .into());
+    }
+    let abs = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+    Ok(Some(action::LocalArchive {
+        file: abs.to_string_lossy().into_owned(),
+        sha256: sha256.to_ascii_lowercase(),
+        size: meta.len(),
+    }))
 }
 
 /// Finish an interrupted run first (the caller holds the lock); say so on stderr.

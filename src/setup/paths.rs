@@ -41,3 +41,14 @@ pub const BUILD_STAMP: &str = "share/rvl/build.json";
 pub fn prefix_for(project: &str, version: &str) -> String {
     format!("/opt/rvl/{project}-{version}-rvl{BUILD_REVISION}")
 }
+
+/// Where the mesa step keeps build-only tools (meson's venv, static SPIRV-Tools): a cache that
+/// outlives a failed or interrupted build, never on the loader's or a user's path.
+pub const BUILD_TOOLS_DIR: &str = "/opt/rvl/build";
+/// Written into a build tool's directory last, so its presence means "complete".
+pub const TOOL_STAMP: &str = ".rvl-tool.json";
+
+/// Directory of a build tool (`/opt/rvl/build/meson-1.7.0`).
+pub fn tool_dir(tool: &str, version: &str) -> String {
+    format!("{BUILD_TOOLS_DIR}/{tool}-{version}")
+}

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::action::{Action, Verify};
+use super::action::{Action, BuildToolKind, Verify};
 use super::plan::Plan;
 use crate::manifest::Origin;
 use crate::output::{escape_line, Style};
@@ -167,6 +167,45 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
                 let _ = writeln!(s, "    apply {}", patches.join(", "));
             }
             let _ = writeln!(s, "    build with {system} and install into {prefix}");
+        }
+        Action::InstallPackages { packages, purpose } => {
+            let _ = writeln!(
+                s,
+                "    apt-get install --no-install-recommends {} ({purpose}; marked automatic, so `apt autoremove` takes them back)",
+                packages.join(" ")
+            );
+        }
+        Action::BuildTool {
+            tool,
+            version,
+            dir,
+            archives,
+        } => {
+            for a in archives {
+                let _ = writeln!(
+                    s,
+                    "    download {} ({} bytes, sha256 checked)",
+                    a.url, a.size
+                );
+            }
+            let what = match tool {
+                BuildToolKind::MesonVenv => format!("install meson {version} into a venv at {dir}"),
+                BuildToolKind::SpirvTools => {
+                    format!("build SPIRV-Tools {version} static (cmake + ninja) into {dir}")
+                }
+            };
+            let _ = writeln!(s, "    {what} (a build-only cache, kept for later builds)");
+        }
+        Action::InstallArchive {
+            archive, prefix, ..
+        } => {
+            let _ = writeln!(
+                s,
+                "    check {} ({} bytes, sha256 {}), unpack into {prefix}",
+                escape_line(&archive.file),
+                archive.size,
+                &archive.sha256[..16]
+            );
         }
         Action::InstallPrebuilt { url, prefix, .. } => {
             let _ = writeln!(

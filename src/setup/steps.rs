@@ -1,17 +1,20 @@
 //! One planner per step. Each looks at the facts and returns the actions that bring the system
 //! to the target, or none when it is there already (that is what makes a second plan empty).
 
-use super::action::{diff, Action, MesaSource, Options, Verify};
+use super::action::{
+    diff, Action, BuildToolKind, MesaSource, Options, ToolArchive, Toolchain, Verify,
+};
 use super::facts::Facts;
 use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
-    prefix_for, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE,
-    GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE, PROFILE_D_FILE, RVL_CONF,
-    RVL_OVERLAYS_CONF,
+    prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR, DTBO_DIR,
+    ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE,
+    PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF, TOOL_STAMP,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
+use crate::builddeps;
 use crate::error::Error;
 use crate::icd::{DRIVER_FILES_VAR, PANVK_LIBRARY};
 use crate::manifest::{BuildSystem, Manifest, Source};
@@ -37,10 +40,12 @@ pub const MESA_OPTIONS: &[&str] = &[
     "-Dvideo-codecs=",
 ];
 /// llama.cpp with the Vulkan backend and nothing that needs the network: the tools
-/// (llama-bench and llama-server, which `cmake --install` installs) and the tests, for
-/// test-backend-ops (the patch series' cases are run with it on the board).
+/// (llama-bench, llama-server and, with the RPC backend, the RPC worker ggml-rpc-server, which
+/// `cmake --install` installs) and the tests, for test-backend-ops (the patch series' cases are
+/// run with it on the board). `rvl serve --rpc-worker` / `--rpc` spread a model over boards.
 pub const LLAMA_OPTIONS: &[&str] = &[
     "-DGGML_VULKAN=ON",
+    "-DGGML_RPC=ON",
     "-DLLAMA_CURL=OFF",
     "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON",
@@ -50,7 +55,12 @@ pub const LLAMA_OPTIONS: &[&str] = &[
 /// install; setup copies them into the prefix's `bin/` itself.
 pub const LLAMA_BUILD_ONLY_BINARIES: &[&str] = &["test-backend-ops"];
 /// What rvl's llama.cpp prefix must have in `bin/` once installed (a build lacking one fails).
-pub const LLAMA_BINARIES: &[&str] = &["llama-bench", "llama-server", "test-backend-ops"];
+pub const LLAMA_BINARIES: &[&str] = &[
+    "llama-bench",
+    "llama-server",
+    "test-backend-ops",
+    crate::rpc::RPC_SERVER,
+];
 
 /// Binaries a project's build leaves behind that setup copies into the prefix itself.
 pub fn build_only_binaries(project: &str) -> &'static [&'static str] {
@@ -86,10 +96,11 @@ pub fn llama_wrapper(prefix: &str, binary: &str) -> String {
     )
 }
 
-/// What building panvk from the Mesa 26 tarball needs, as Debian 13 (trixie) names it: the
-/// packages the native lab's build installed, less the lab's own tools. Debian 12 cannot build
-/// it (SPIRV-Tools 2023.1 and meson 1.0 are older than Mesa 26 accepts).
-pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-ply python3-pycparser python3-packaging bison flex glslang-tools libdrm-dev libexpat1-dev zlib1g-dev libzstd-dev libelf-dev llvm-19-dev libclang-cpp19-dev libclang-19-dev libclc-19-dev libclc-19 libllvmspirvlib-19-dev spirv-tools (Debian 13 or newer)";
+/// What building panvk from the Mesa 26 tarball needs, as Debian 13 (trixie) names it, for a
+/// release whose apt policy rvl did not read (on Debian 12, Ubuntu 22.04 and 24.04 the mesa step
+/// installs what is missing itself and brings meson and SPIRV-Tools where they are too old:
+/// `crate::builddeps`).
+pub const MESA_BUILD_DEPS: &str = "sudo apt install meson ninja-build gcc g++ pkg-config patch python3-mako python3-yaml python3-packaging bison flex glslang-tools libdrm-dev libexpat1-dev zlib1g-dev libzstd-dev libelf-dev llvm-19-dev libclang-cpp19-dev libclang-19-dev libclc-19-dev libllvmspirvlib-19-dev spirv-tools";
 /// What building llama.cpp with Vulkan needs on Debian.
 pub const LLAMA_BUILD_DEPS: &str =
     "sudo apt install cmake ninja-build gcc g++ patch libvulkan-dev glslc";
@@ -578,6 +589,7 @@ pub fn probe_paths(manifest: &Manifest) -> Vec<String> {
         .into_iter()
         .flatten()
         .map(|s| format!("{}/{BUILD_STAMP}", prefix_for(project_name(s), &s.version)))
+        .chain(tool_probe_paths(manifest))
         .collect()
 }
 
@@ -614,6 +626,7 @@ fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String
         prefix: prefix_for(project, &s.version),
         options: options.iter().map(|o| o.to_string()).collect(),
         patches,
+        toolchain: Toolchain::default(),
     }
 }
 
@@ -636,21 +649,32 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     }
     match ctx.opts.mesa_from {
         MesaSource::Source => {
-            let os = ctx.facts.file(OS_RELEASE).map(crate::osrelease::parse);
+            if src.build != BuildSystem::Meson {
+                return Err(
+                    Error::Manifest("manifest: Mesa must be built with meson".into()).into(),
+                );
+            }
             // "26.2.4" → 26, the numbers being what prefixes are ordered by too.
             let major = crate::llama::version_key(&src.version)
                 .first()
                 .copied()
                 .unwrap_or(0);
-            if let Some(why) = os
-                .as_ref()
-                .filter(|_| major >= 26)
-                .and_then(crate::osrelease::mesa26_blocker)
-            {
-                return Ok(Planned::blocked(
-                    why,
-                    "upgrade the board to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run rvl setup again; rvl setup --mesa-from prebuilt installs a build made elsewhere once the manifest lists one",
-                ));
+            let mut toolchain = Toolchain::default();
+            let mut deps_actions = Vec::new();
+            if major >= 26 {
+                match mesa_build_deps(ctx, &src.version)? {
+                    Deps::Blocked(why) => return Ok(Planned::blocked(why, MESA_BLOCKED_FIX)),
+                    Deps::Resolved {
+                        actions,
+                        toolchain: tc,
+                        notes,
+                    } => {
+                        deps_actions = actions;
+                        toolchain = tc;
+                        out.notes.extend(notes);
+                    }
+                    Deps::Unknown(note) => out.notes.push(note),
+                }
             }
             let patches = patch_names(ctx, "mesa");
             out.summary = format!(
@@ -659,20 +683,38 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 patches.len(),
                 if patches.len() == 1 { "" } else { "es" }
             );
-            if src.build != BuildSystem::Meson {
-                return Err(
-                    Error::Manifest("manifest: Mesa must be built with meson".into()).into(),
-                );
+            out.actions.extend(deps_actions);
+            let mut build = build_action("mesa", src, MESA_OPTIONS, patches);
+            if let Action::BuildSource { toolchain: tc, .. } = &mut build {
+                *tc = toolchain;
             }
-            out.actions
-                .push(build_action("mesa", src, MESA_OPTIONS, patches));
+            out.actions.push(build);
+        }
+        MesaSource::Prebuilt if ctx.opts.mesa_archive.is_some() => {
+            let archive = ctx.opts.mesa_archive.clone().expect("checked by the guard");
+            let name = archive
+                .file
+                .rsplit('/')
+                .next()
+                .unwrap_or(&archive.file)
+                .to_string();
+            out.summary = format!(
+                "install prebuilt panvk (Mesa {}) from {} into {prefix}",
+                src.version,
+                crate::output::escape_control(&name)
+            );
+            out.actions.push(Action::InstallArchive {
+                archive,
+                version: src.version.clone(),
+                prefix,
+            });
         }
         MesaSource::Prebuilt => {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
                 return Err(Error::Unsupported(format!(
-                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source",
+                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source, or --mesa-archive FILE with an archive scripts/build-panvk-deb.sh made",
                     src.version
                 ))
                 .into());
@@ -690,6 +732,229 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
         }
     }
     Ok(out)
+}
+
+/// What unblocks a mesa step the release cannot build.
+pub const MESA_BLOCKED_FIX: &str = "move the board to Debian 12 or Ubuntu 22.04 or newer; or build panvk on a PC (scripts/build-panvk-deb.sh --arm64) and install it with rvl setup --mesa-from prebuilt --mesa-archive FILE";
+
+/// Measured costs of the mesa step's parts, for the plan (docs/build-deps.md). Minutes: on 2 idle
+/// x86-64 cores (wave3-anchors.md; the bookworm lab, on 2 cores shared with other builds, took
+/// 36 + 39 min). MiB: the bookworm lab (scripts/panvk-lab/bookworm-setup.sh).
+pub mod cost {
+    /// SPIRV-Tools' static libraries: minutes, MiB of scratch while building, MiB kept.
+    pub const SPIRV_TOOLS: (u32, u32, u32) = (13, 250, 13);
+    /// meson's venv.
+    pub const MESON_VENV: (u32, u32, u32) = (1, 0, 35);
+    /// panvk: minutes, MiB of scratch (unpacked tree + build directory), MiB installed.
+    pub const MESA: (u32, u32, u32) = (11, 900, 20);
+}
+
+/// The build dependencies of Mesa 26 on this image.
+enum Deps {
+    /// The release cannot build it: why.
+    Blocked(String),
+    /// What to install and build first, where the build finds it, and what to tell people.
+    Resolved {
+        actions: Vec<Action>,
+        toolchain: Toolchain,
+        notes: Vec<String>,
+    },
+    /// rvl cannot tell (not a Debian-family image, or no apt policy and an unknown release):
+    /// the build uses PATH, as before.
+    Unknown(String),
+}
+
+fn mesa_build_deps(ctx: &Ctx, mesa_version: &str) -> anyhow::Result<Deps> {
+    let Some(os) = ctx.facts.file(OS_RELEASE).map(crate::osrelease::parse) else {
+        return Ok(Deps::Unknown(format!(
+            "mesa: no {OS_RELEASE}: build dependencies are not checked ({MESA_BUILD_DEPS})"
+        )));
+    };
+    if let Some(why) = builddeps::release_blocker(&os) {
+        return Ok(Deps::Blocked(why));
+    }
+    let policy = ctx
+        .facts
+        .apt_policy
+        .as_deref()
+        .map(builddeps::parse_policy)
+        .filter(|p| !p.0.is_empty());
+    let (resolved, checked) = match &policy {
+        Some(p) => match builddeps::resolve(&os, p) {
+            Ok(r) => (r, true),
+            Err(why) => return Ok(Deps::Blocked(why)),
+        },
+        None => match builddeps::known(&os).and_then(resolve_known) {
+            Some(r) => (r, false),
+            None => {
+                return Ok(Deps::Unknown(format!(
+                    "mesa: cannot tell which build dependencies {} has (no apt policy): the build uses what is on PATH ({MESA_BUILD_DEPS})",
+                    builddeps::release_name(&os)
+                )))
+            }
+        },
+    };
+    let name = builddeps::release_name(&os);
+    let mut actions = Vec::new();
+    let mut toolchain = Toolchain {
+        llvm_config: Some(resolved.llvm_config()),
+        ..Toolchain::default()
+    };
+    let mut notes = vec![format!(
+        "mesa: building Mesa {mesa_version} on {name}{}:",
+        if checked {
+            ", from its apt policy"
+        } else {
+            " (its apt was not asked: the image's programs never run under --root; this is what the release ships)"
+        }
+    )];
+    let llvm = resolved.llvm;
+    notes.push(format!(
+        "  LLVM {llvm} with libclang-cpp, libclc and LLVMSPIRVLib: the release's packages ({})",
+        builddeps::llvm_packages(llvm).join(" ")
+    ));
+    let (mut minutes, mut scratch, mut kept) = (cost::MESA.0, cost::MESA.1, cost::MESA.2);
+    match &resolved.meson {
+        builddeps::ToolFrom::Distro(v) => notes.push(format!("  meson {v}: the release's package")),
+        builddeps::ToolFrom::Pinned { release_has } => {
+            let tool = match build_tool(ctx.manifest, "meson") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
+            let dir = tool_dir("meson", &tool.version);
+            notes.push(format!(
+                "  meson {}: pinned PyPI wheel in a venv at {dir} (the release has {}; Mesa needs >= {})",
+                tool.version,
+                release_has.as_deref().unwrap_or("none"),
+                builddeps::MESON_MIN
+            ));
+            toolchain.meson = Some(format!("{dir}/bin/meson"));
+            if !ctx.facts.is_present(&format!("{dir}/{TOOL_STAMP}")) {
+                actions.push(Action::BuildTool {
+                    tool: BuildToolKind::MesonVenv,
+                    version: tool.version.clone(),
+                    dir,
+                    archives: vec![tool_archive(tool)],
+                });
+                minutes += cost::MESON_VENV.0;
+                kept += cost::MESON_VENV.2;
+            }
+        }
+    }
+    match &resolved.spirv_tools {
+        builddeps::ToolFrom::Distro(v) => {
+            notes.push(format!("  SPIRV-Tools {v}: the release's package"))
+        }
+        builddeps::ToolFrom::Pinned { release_has } => {
+            let tools = match build_tool(ctx.manifest, "spirv-tools") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
+            let headers = match build_tool(ctx.manifest, "spirv-headers") {
+                Ok(b) => b,
+                Err(why) => return Ok(Deps::Blocked(why)),
+            };
+            let dir = tool_dir("spirv-tools", &tools.version);
+            notes.push(format!(
+                "  SPIRV-Tools {} with SPIRV-Headers {}: pinned source, built static into {dir} (the release has {}; Mesa needs >= {})",
+                tools.version,
+                headers.version,
+                release_has.as_deref().unwrap_or("none"),
+                builddeps::SPIRV_TOOLS_MIN
+            ));
+            toolchain.pkg_config_path = vec![format!("{dir}/lib/pkgconfig")];
+            if !ctx.facts.is_present(&format!("{dir}/{TOOL_STAMP}")) {
+                actions.push(Action::BuildTool {
+                    tool: BuildToolKind::SpirvTools,
+                    version: tools.version.clone(),
+                    dir,
+                    archives: vec![tool_archive(tools), tool_archive(headers)],
+                });
+                minutes += cost::SPIRV_TOOLS.0;
+                scratch = scratch.max(cost::SPIRV_TOOLS.1);
+                kept += cost::SPIRV_TOOLS.2;
+            }
+        }
+    }
+    if checked && !resolved.missing.is_empty() {
+        notes.push(format!(
+            "  apt-get installs {} release package{}: {}",
+            resolved.missing.len(),
+            if resolved.missing.len() == 1 { "" } else { "s" },
+            resolved.missing.join(" ")
+        ));
+        actions.insert(
+            0,
+            Action::InstallPackages {
+                packages: resolved.missing.clone(),
+                purpose: format!("build Mesa {mesa_version} with LLVM {llvm}"),
+            },
+        );
+    } else if !checked {
+        notes.push(format!(
+            "  release packages it needs: {}",
+            resolved.packages.join(" ")
+        ));
+    }
+    notes.push(format!(
+        "  cost: about {minutes} min (2 idle x86-64 cores; up to 3x that on a busy or slower machine), {scratch} MiB of scratch under /var/lib/rvl/work while it builds, {kept} MiB kept (/opt/rvl/build is a cache: `sudo rm -rf {BUILD_TOOLS_DIR}` frees it once panvk is installed)"
+    ));
+    Ok(Deps::Resolved {
+        actions,
+        toolchain,
+        notes,
+    })
+}
+
+/// The plan's expectation for a known release whose apt was not asked (under `--root`).
+fn resolve_known(k: &builddeps::Known) -> Option<builddeps::Resolved> {
+    let llvm = k.llvm?;
+    let tool = |pinned: bool| {
+        if pinned {
+            builddeps::ToolFrom::Pinned { release_has: None }
+        } else {
+            builddeps::ToolFrom::Distro("the release's".into())
+        }
+    };
+    let mut packages: Vec<String> = builddeps::BASE_PACKAGES
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .collect();
+    packages.extend(builddeps::llvm_packages(llvm));
+    Some(builddeps::Resolved {
+        llvm,
+        meson: tool(k.meson_pinned),
+        spirv_tools: tool(k.spirv_tools_pinned),
+        packages,
+        missing: Vec::new(),
+    })
+}
+
+/// A pinned build tool, or why the mesa step is blocked without it (a manifest given with
+/// `--manifest` may pin none; the other steps still plan).
+fn build_tool<'m>(m: &'m Manifest, id: &str) -> Result<&'m crate::manifest::BuildTool, String> {
+    m.build_tool(id).ok_or_else(|| {
+        format!("the manifest pins no `{id}` in build_tools, and this release's is too old to build Mesa 26")
+    })
+}
+
+fn tool_archive(b: &crate::manifest::BuildTool) -> ToolArchive {
+    ToolArchive {
+        id: b.id.clone(),
+        url: b.url.clone(),
+        sha256: b.sha256.clone(),
+        size: b.size,
+        tree: b.tree.clone(),
+    }
+}
+
+/// Stamps of the build tools the manifest pins (their presence is a fact the planner reads).
+pub fn tool_probe_paths(m: &Manifest) -> Vec<String> {
+    m.build_tools
+        .iter()
+        .filter(|b| b.id != "spirv-headers")
+        .map(|b| format!("{}/{TOOL_STAMP}", tool_dir(&b.id, &b.version)))
+        .collect()
 }
 
 /// The ICD manifest setup writes, serialized by serde: a prefix is data, never JSON syntax, so a

@@ -121,6 +121,15 @@ pub fn compute_units(c: &CoreCounts) -> Option<u32> {
         .or_else(|| c.arm_cores.and_then(nonzero))
 }
 
+/// A Mesa driverInfo's release: "Mesa 26.1.6" → (26, 1); None for other drivers' strings.
+pub fn mesa_version(info: &str) -> Option<(u32, u32)> {
+    let v = info
+        .split_whitespace()
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut p = v.split(|c: char| !c.is_ascii_digit());
+    Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
+}
+
 /// `VkDriverId` name of Mesa panvk.
 pub const DRIVER_ID_MESA_PANVK: &str = "MESA_PANVK";
 
@@ -227,6 +236,16 @@ pub(crate) mod tests_support {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mesa_versions() {
+        assert_eq!(super::mesa_version("Mesa 26.1.6"), Some((26, 1)));
+        assert_eq!(
+            super::mesa_version("Mesa 25.2.0-devel (git-abc)"),
+            Some((25, 2))
+        );
+        assert_eq!(super::mesa_version("proprietary"), None);
+    }
+
     use super::*;
     use tests_support::dev;
 

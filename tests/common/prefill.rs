@@ -266,3 +266,21 @@ pub fn tiny_shapes_gguf(file_type: Option<u32>) -> Vec<u8> {
     }
     rvl::gguf::write::header(&meta, &[]).unwrap().0
 }
+
+/// A GGUF header with one layer's weight matrices of type `ty` (attn_q 64x64, ffn_up 64x160,
+/// ffn_down 160x64: 49,152 FLOP per token) beside an f32 norm: enough for the G610 lab
+/// prediction (no shapes metadata, so no GEMM sweep).
+pub fn tiny_weights_gguf(ty: rvl::gguf::GgmlType) -> Vec<u8> {
+    use rvl::gguf::{write::TensorSpec, GgmlType, Value};
+    let meta = vec![(
+        "general.architecture".to_string(),
+        Value::String("llama".into()),
+    )];
+    let t = [
+        TensorSpec::new("blk.0.attn_norm.weight", &[64], GgmlType::F32),
+        TensorSpec::new("blk.0.attn_q.weight", &[64, 64], ty),
+        TensorSpec::new("blk.0.ffn_up.weight", &[64, 160], ty),
+        TensorSpec::new("blk.0.ffn_down.weight", &[160, 64], ty),
+    ];
+    rvl::gguf::write::header(&meta, &t).unwrap().0
+}

@@ -4,10 +4,23 @@
 //! formerly rk3588s.dtsi) runs from 300 MHz to a 1 GHz top OPP; the top is taken from the
 //! node's own `available_frequencies`, never assumed, so board DTs that trim the table still
 //! judge right. File formats: see host/devfreq.rs.
+//!
+//! Whether the default governor rises for compute depends on the kernel (docs/panvk-lab.md,
+//! "The clock"). `simple_ondemand` raises the clock to the top OPP when more than 45 % of a
+//! 50 ms sample was busy (panthor_devfreq.c: upthreshold 45, polling_ms 50), and panthor's busy
+//! time runs from `panthor_devfreq_record_busy()` to `panthor_devfreq_record_idle()`. Since
+//! 6.10.3 and 6.11 (896868eded12, "Record devfreq busy as soon as a job is started")
+//! `queue_run_job()` records busy when a job goes to a group already on a firmware slot, and
+//! idle is recorded only at a scheduler tick where every group is idle: a long compute queue
+//! counts as busy from submission to drain, and the clock rises within one sample (read at
+//! 6.12.117 and 7.2.13). Before that fix only ticks recorded busy, and a single client's group
+//! stays on its slot with the tick stopped, so its jobs were never counted: the governor stayed
+//! at the bottom OPP under compute.
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
 use crate::host::devfreq::Devfreq;
+use crate::kernelcfg::KernelVersion;
 
 const ID: &str = "gpu-clock";
 
@@ -33,7 +46,16 @@ pub fn check(ctx: &Context) -> Finding {
             ),
         );
     };
-    judge(df)
+    judge(
+        df,
+        inv.kernel.release.as_deref().and_then(KernelVersion::parse),
+    )
+}
+
+/// The first panthor releases that record a job as busy when it is submitted to a group that
+/// already has a firmware slot (896868eded12: 6.11-rc1, and 6.10.3 in the 6.10 stable series).
+fn counts_compute_as_busy(k: KernelVersion) -> bool {
+    (k.major, k.minor, k.patch) >= (6, 10, 3)
 }
 
 fn mhz(hz: u64) -> String {
@@ -94,10 +116,10 @@ fn evidence(df: &Devfreq, top: Option<u64>) -> Vec<String> {
     ev
 }
 
-/// The verdict on one devfreq node, apart from how it was found.
-fn judge(df: &Devfreq) -> Finding {
+/// The verdict on one devfreq node and the running kernel, apart from how they were found.
+fn judge(df: &Devfreq, kernel: Option<KernelVersion>) -> Finding {
     let top = df.top();
-    let ev = evidence(df, top);
+    let mut ev = evidence(df, top);
     let Some(top) = top else {
         return Finding::skip(ID, format!("{} lists no available_frequencies", df.path))
             .evidence(ev);
@@ -143,6 +165,31 @@ fn judge(df: &Devfreq) -> Finding {
                 fixes.push(governor_fix);
             }
         }
+        Some("simple_ondemand") => match kernel {
+            Some(k) if !counts_compute_as_busy(k) => {
+                problems.push(format!(
+                    "panthor in {k} does not count jobs sent to a resident group as busy \
+                     (fixed in 6.10.3 and 6.11), so simple_ondemand keeps the GPU near min_freq \
+                     ({}) under compute",
+                    opt_mhz(df.min_freq)
+                ));
+                fixes.push(format!(
+                    "echo performance | sudo tee {node}/governor (or pin it per run: sudo rvl \
+                     serve --max-clock, sudo rvl smoke-bench --max-clock; a kernel >= 6.10.3 \
+                     fixes the accounting)"
+                ));
+            }
+            Some(k) => ev.push(format!(
+                "panthor in {k} records a job as busy when it is submitted: simple_ondemand \
+                 reaches the top OPP within one 50 ms sample of a long compute queue; bursts \
+                 start at the current OPP (--max-clock pins it)"
+            )),
+            None => ev.push(
+                "kernel release unknown: whether panthor counts compute as busy (6.10.3+) is \
+                 not known"
+                    .into(),
+            ),
+        },
         _ => {}
     }
     if problems.is_empty() {
@@ -202,7 +249,7 @@ mod tests {
     #[test]
     fn a_userspace_governor_pinned_at_the_top_passes_and_pinned_low_warns() {
         let mut df = node("userspace", 1_000_000_000);
-        let f = judge(&df);
+        let f = judge(&df, k(7, 0, 0));
         assert_eq!(f.status, Status::Warn, "{f:?}");
         assert!(
             f.summary.contains("pins the GPU at 300 MHz"),
@@ -213,13 +260,13 @@ mod tests {
             "echo simple_ondemand | sudo tee /sys/class/devfreq/fb000000.gpu/governor"
         ));
         df.target_freq = Some(1_000_000_000);
-        assert_eq!(judge(&df).status, Status::Pass);
+        assert_eq!(judge(&df, k(7, 0, 0)).status, Status::Pass);
     }
 
     #[test]
     fn a_capped_maximum_and_powersave_are_both_named_with_both_fixes() {
         let df = node("powersave", 600_000_000);
-        let f = judge(&df);
+        let f = judge(&df, k(7, 0, 0));
         assert_eq!(f.status, Status::Warn);
         assert!(f
             .summary
@@ -240,7 +287,7 @@ mod tests {
             current: Some(300_000_000),
             total_transitions: Some(4),
         });
-        let f = judge(&df);
+        let f = judge(&df, k(6, 12, 0));
         assert_eq!(f.status, Status::Pass);
         assert!(
             f.evidence
@@ -256,6 +303,64 @@ mod tests {
     fn a_node_without_frequencies_is_skipped() {
         let mut df = node("simple_ondemand", 1_000_000_000);
         df.available_frequencies.clear();
-        assert_eq!(judge(&df).status, Status::Skip);
+        assert_eq!(judge(&df, k(7, 0, 0)).status, Status::Skip);
+    }
+
+    fn k(major: u32, minor: u32, patch: u32) -> Option<KernelVersion> {
+        Some(KernelVersion {
+            major,
+            minor,
+            patch,
+        })
+    }
+
+    #[test]
+    fn simple_ondemand_on_a_kernel_before_6_10_3_warns_that_it_will_not_rise_for_compute() {
+        let df = node("simple_ondemand", 1_000_000_000);
+        for old in [k(6, 10, 0), k(6, 10, 2), k(6, 1, 75)] {
+            let f = judge(&df, old);
+            assert_eq!(f.status, Status::Warn, "{old:?}: {f:?}");
+            assert!(
+                f.summary
+                    .contains("does not count jobs sent to a resident group as busy"),
+                "{}",
+                f.summary
+            );
+            assert!(
+                f.summary.contains("near min_freq (300 MHz)"),
+                "{}",
+                f.summary
+            );
+            let fix = f.fix.unwrap();
+            assert!(
+                fix.starts_with(
+                    "echo performance | sudo tee /sys/class/devfreq/fb000000.gpu/governor"
+                ),
+                "{fix}"
+            );
+            assert!(fix.contains("rvl serve --max-clock"), "{fix}");
+        }
+        for fixed in [k(6, 10, 3), k(6, 11, 0), k(6, 12, 0), k(7, 0, 0)] {
+            let f = judge(&df, fixed);
+            assert_eq!(f.status, Status::Pass, "{fixed:?}: {f:?}");
+            assert!(
+                f.evidence
+                    .iter()
+                    .any(|e| e.contains("records a job as busy when it is submitted")),
+                "{:?}",
+                f.evidence
+            );
+        }
+        // performance needs no accounting, whatever the kernel.
+        assert_eq!(
+            judge(&node("performance", 1_000_000_000), k(6, 10, 0)).status,
+            Status::Pass
+        );
+        let unknown = judge(&df, None);
+        assert_eq!(unknown.status, Status::Pass);
+        assert!(unknown
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("kernel release unknown")));
     }
 }

@@ -53,6 +53,7 @@ pub fn check(ctx: &Context) -> Finding {
             .unwrap_or(&stamp.source_sha256)
     ));
     ev.extend(level.lines.iter().cloned());
+    ev.extend(llama::int_dot_line(stamp.int_dot_matmul).map(str::to_string));
     let mut missing = Vec::new();
     for (ok, path) in [
         (inst.server_executable, inst.server()),

@@ -347,6 +347,7 @@ mod tests {
             server_executable: true,
             bench_executable: true,
             test_backend_ops_executable: true,
+            rpc_server_executable: true,
             ..Default::default()
         }
     }

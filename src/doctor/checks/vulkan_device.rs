@@ -13,15 +13,6 @@ const ID: &str = "vulkan-device";
 /// 26.2 tree in the lab, docs/panvk-lab.md). A newer one gets the same warning, flagged as unchecked.
 const LAST_CHECKED: (u32, u32) = (26, 2);
 
-/// "Mesa 26.1.6" → (26, 1).
-fn mesa_version(info: &str) -> Option<(u32, u32)> {
-    let v = info
-        .split_whitespace()
-        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
-    let mut p = v.split(|c: char| !c.is_ascii_digit());
-    Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
-}
-
 fn yes(b: bool) -> &'static str {
     if b {
         "yes"
@@ -195,7 +186,8 @@ fn device(ctx: &Context) -> Finding {
         )
         .evidence(ev);
     }
-    let newer = mesa_version(&dev.driver_info).is_some_and(|v| v > LAST_CHECKED);
+    let newer =
+        crate::vulkan::info::mesa_version(&dev.driver_info).is_some_and(|v| v > LAST_CHECKED);
     if newer {
         ev.push(format!(
             "Mesa newer than {}.{}: rvl has not checked whether it still allocates TLS per command buffer",
@@ -214,16 +206,4 @@ fn device(ctx: &Context) -> Finding {
             None => ctx.setup("mesa,icd,llama-cpp"),
         }
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mesa_versions() {
-        assert_eq!(mesa_version("Mesa 26.1.6"), Some((26, 1)));
-        assert_eq!(mesa_version("Mesa 25.2.0-devel (git-abc)"), Some((25, 2)));
-        assert_eq!(mesa_version("proprietary"), None);
-    }
 }

@@ -1,6 +1,7 @@
-//! `smoke-bench --max-clock`: hold the GPU at its top OPP while measuring, and put the devfreq
-//! node back as it was on every way out: a normal return, an error, a panic (Drop), and
-//! SIGINT/SIGTERM/SIGHUP (a thread that restores, then exits 128 + the signal).
+//! `--max-clock` (smoke-bench, serve): hold the GPU at its top OPP while measuring or serving,
+//! and put the devfreq node back as it was on every way out: a normal return, an error, a panic
+//! (Drop), and SIGINT/SIGTERM/SIGHUP. smoke-bench's signal thread restores, then exits 128 + the
+//! signal; serve's passes the signal on to llama-server and restores once it has exited.
 //!
 //! The method is chosen from the node alone (pure, [`choose`]): the `performance` governor when
 //! the node offers it, else `min_freq` raised to the top frequency. Writes go to the node's
@@ -9,6 +10,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -64,10 +66,23 @@ pub fn choose(n: &Devfreq) -> Result<Change, String> {
     })
 }
 
+/// What the pin's thread does with SIGINT, SIGTERM and SIGHUP.
+#[derive(Debug, Clone)]
+pub enum OnSignal {
+    /// Restore the node, then exit 128 + the signal (smoke-bench).
+    RestoreAndExit,
+    /// Send the signal on to this process id; the caller waits for that process and drops the
+    /// pin after it (serve's llama-server). While it holds 0 (no process yet, or already
+    /// reaped), restore and exit as [`OnSignal::RestoreAndExit`] does.
+    Forward(Arc<AtomicI32>),
+}
+
 /// The pinned state; dropping it restores the node.
 pub struct ClockPin {
     pub change: Change,
     pub device: String,
+    /// The verb whose messages these are ("smoke-bench", "serve").
+    verb: &'static str,
     root: Root,
     dir: String,
     /// Set once the node is back as it was (by Drop or by the signal thread), so it happens once.
@@ -96,12 +111,13 @@ fn restore(root: &Root, dir: &str, change: &Change, done: &Mutex<bool>) -> std::
     Ok(true)
 }
 
-/// Pin the GPU's clock. On the running system this needs root; a fake tree (tests) does not.
-pub fn pin(root: &Root) -> Result<ClockPin, Error> {
+/// Pin the GPU's clock for `verb`. On the running system this needs root; a fake tree (tests)
+/// does not.
+pub fn pin(root: &Root, verb: &'static str, on_signal: OnSignal) -> Result<ClockPin, Error> {
     if root.is_live() && !rustix::process::geteuid().is_root() {
-        return Err(Error::Refused(
-            "--max-clock changes the GPU's devfreq settings: run it as root (sudo rvl smoke-bench --max-clock)".into(),
-        ));
+        return Err(Error::Refused(format!(
+            "--max-clock changes the GPU's devfreq settings: run it as root (sudo rvl {verb} --max-clock)"
+        )));
     }
     let n = node::gpu(root).ok_or_else(|| {
         Error::Unsupported(
@@ -127,14 +143,24 @@ pub fn pin(root: &Root) -> Result<ClockPin, Error> {
             restored.clone(),
         );
         std::thread::spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            for sig in signals.forever() {
+                if let OnSignal::Forward(pid) = &on_signal {
+                    let target = rustix::process::Pid::from_raw(pid.load(Ordering::SeqCst));
+                    if let (Some(target), Some(s)) =
+                        (target, rustix::process::Signal::from_named_raw(sig))
+                    {
+                        // The child exits in its own time; the caller restores after it.
+                        let _ = rustix::process::kill_process(target, s);
+                        continue;
+                    }
+                }
                 match restore(&root, &dir, &change, &restored) {
                     Ok(_) => eprintln!(
-                        "smoke-bench: signal {sig}: GPU {} restored to {}",
+                        "{verb}: signal {sig}: GPU {} restored to {}",
                         change.attribute, change.from
                     ),
                     Err(e) => eprintln!(
-                        "smoke-bench: signal {sig}: could not restore {dir}/{} to {}: {e}",
+                        "{verb}: signal {sig}: could not restore {dir}/{} to {}: {e}",
                         change.attribute, change.from
                     ),
                 }
@@ -153,6 +179,7 @@ pub fn pin(root: &Root) -> Result<ClockPin, Error> {
     Ok(ClockPin {
         change,
         device: n.device,
+        verb,
         root: root.clone(),
         dir: n.path,
         restored,
@@ -185,13 +212,13 @@ impl Drop for ClockPin {
         self.signals.close();
         match restore(&self.root, &self.dir, &self.change, &self.restored) {
             Ok(true) => eprintln!(
-                "smoke-bench: GPU {} restored to {}",
-                self.change.attribute, self.change.from
+                "{}: GPU {} restored to {}",
+                self.verb, self.change.attribute, self.change.from
             ),
             Ok(false) => {}
             Err(e) => eprintln!(
-                "smoke-bench: could not restore {}/{} to {}: {e}; write it back by hand",
-                self.dir, self.change.attribute, self.change.from
+                "{}: could not restore {}/{} to {}: {e}; write it back by hand",
+                self.verb, self.dir, self.change.attribute, self.change.from
             ),
         }
     }

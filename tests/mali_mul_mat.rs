@@ -1,0 +1,127 @@
+//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0005) computed on a real Vulkan driver
+//! against ggml's CPU backend, at the G610's subgroup size and at lavapipe's default: llama.cpp's
+//! own `test-backend-ops test -o MUL_MAT`, built by `scripts/llama-vulkan/build.sh` beside
+//! llama-bench, with the Mali pipelines forced (`GGML_VK_MALI_TILES=1`) on lavapipe.
+//!
+//! lavapipe reports `subgroupSize = 16` under `LP_NATIVE_VECTOR_WIDTH=512` and 8 under 256; the
+//! test checks that ggml saw that warp size. Each width gets its own Mesa shader cache, so a
+//! binary compiled for one width is never reused for the other.
+//!
+//! The cases (`CASES`) cover every Mali pipeline and weight type once or more: f16 weights with
+//! f32 and f16 activations, f32, q4_0, q8_0, q4_K and q6_K; fp16 accumulators and the fp32 ones
+//! (`prec=f32`, attention's KQ); the 32x32 tile (17 columns) and the 64x64 one; K a multiple of
+//! the K step and not (77, 200); rows and columns that end inside a tile (100, 70, 17, 24);
+//! batched and broadcast weights (bs [2,3], nr [2,1]). At subgroup 8 a subset (`CASES_SG8`)
+//! runs, each shader build once. A wrong result fails the case: a shader
+//! that skips one K step per block fails with ERR 0.032 > 0.0005 (docs/panvk-lab.md).
+//!
+//! Needs `RVL_LLAMA_BENCH=PATH` (CI sets it to build.sh's output; test-backend-ops is beside
+//! it). Without it the tests print SKIPPED, unless `RVL_REQUIRE_LLAMA=1` (CI) makes that a
+//! failure.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// test-backend-ops' parameter filter (a regex on each case's parameters): the cases above.
+/// Every line is a prefix, so a line also selects its `prec=f32` twin where patch 0005 adds one.
+const CASES: &[&str] = &[
+    r"type_a=f16,type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f16,type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f16,type_b=f32,m=100,n=70,k=77,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f16,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f16,type_b=f32,m=64,n=48,k=128,bs=\[2,3\],nr=\[2,1\],",
+    r"type_a=f16,type_b=f16,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f32,type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f32,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+];
+/// How many test-backend-ops cases `CASES` selects: 8 float lines, 8 quantised cases, and the
+/// `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched; q4_0 and q4_K: 96x72, 40x17).
+const EXPECTED: usize = 8 + 8 + 7;
+
+/// At lavapipe's default subgroup of 8 a subset: each shader build once (fp16 and fp32
+/// accumulators, float and quantised A, both tiles, K not a multiple of 32). The shader uses no
+/// subgroup operations, so the width the G610 runs (16, all of `CASES`) is the one that matters;
+/// this keeps CI's cost down (lavapipe's compile of each pipeline is nearly all of it).
+const CASES_SG8: &[&str] = &[
+    r"type_a=f16,type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=f32,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+];
+/// f16 and its `prec=f32` twin, f32, q4_K and its twin, q6_K.
+const EXPECTED_SG8: usize = 6;
+
+fn test_backend_ops() -> Option<PathBuf> {
+    let require = std::env::var("RVL_REQUIRE_LLAMA").is_ok_and(|v| v == "1");
+    let Some(bench) = std::env::var_os("RVL_LLAMA_BENCH").map(PathBuf::from) else {
+        if require {
+            panic!("RVL_REQUIRE_LLAMA=1 but RVL_LLAMA_BENCH is not set (scripts/llama-vulkan/build.sh prints it)");
+        }
+        eprintln!("SKIPPED: RVL_LLAMA_BENCH is not set; set RVL_REQUIRE_LLAMA=1 to make this fail");
+        return None;
+    };
+    let tbo = bench.with_file_name("test-backend-ops");
+    assert!(
+        tbo.is_file(),
+        "no test-backend-ops beside {} (build.sh builds it)",
+        bench.display()
+    );
+    Some(tbo)
+}
+
+/// Run `cases` on lavapipe at `subgroup` (8 or 16) and check all `expected` of them passed.
+fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
+    let Some(tbo) = test_backend_ops() else {
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let filter = format!(
+        "^({})",
+        cases
+            .iter()
+            .map(|c| c.trim_end_matches(','))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    let t0 = std::time::Instant::now();
+    let out = Command::new(&tbo)
+        .args(["test", "-b", "Vulkan0", "-o", "MUL_MAT", "-p", &filter])
+        .env("GGML_VK_MALI_TILES", "1")
+        // ggml skips CPU-type Vulkan devices (lavapipe) unless they are named
+        .env("GGML_VK_VISIBLE_DEVICES", "0")
+        .env("LP_NATIVE_VECTOR_WIDTH", (subgroup * 32).to_string())
+        .env("MESA_SHADER_CACHE_DIR", cache.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "subgroup {subgroup}: {:.0} s for the MUL_MAT cases",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        text.contains(&format!("warp size: {subgroup} ")),
+        "ggml did not see subgroup {subgroup} on lavapipe:\n{text}"
+    );
+    let failed: Vec<&str> = text.lines().filter(|l| l.contains("FAIL")).collect();
+    assert!(failed.is_empty(), "failing cases:\n{}", failed.join("\n"));
+    assert!(
+        text.contains(&format!("{expected}/{expected} tests passed")),
+        "expected {expected} passing cases:\n{text}"
+    );
+    assert!(out.status.success(), "{text}");
+}
+
+#[test]
+fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_16() {
+    mul_mat_cases_pass_at(16, CASES, EXPECTED);
+}
+
+#[test]
+fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_8() {
+    mul_mat_cases_pass_at(8, CASES_SG8, EXPECTED_SG8);
+}
