@@ -77,7 +77,11 @@ fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubat
     assert_eq!(doc["exit_code"], exit::OK);
     // The real test-backend-ops checked lavapipe's matmuls at the model's four matrices against
     // llama.cpp's CPU before each GPU run, and they passed.
-    assert_eq!(p["check_tool"]["path"], l.bin("test-backend-ops").to_str().unwrap(), "{out}");
+    assert_eq!(
+        p["check_tool"]["path"],
+        l.bin("test-backend-ops").to_str().unwrap(),
+        "{out}"
+    );
     assert_eq!(
         p["check_tool"]["shapes"],
         serde_json::json!([

@@ -253,6 +253,8 @@ pub(crate) mod tests_support {
             kernels: Vec::new(),
             ubatches: Vec::new(),
             cpu_threads: None,
+            cpu_baseline: CpuBaseline::default(),
+            llama_cpp: Default::default(),
             notes: Vec::new(),
             problems: false,
         }

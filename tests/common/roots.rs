@@ -276,7 +276,12 @@ pub fn setup_without_stand_ins(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
 /// the series this rvl embeds.
 pub fn plant_llama(fx: &Fixture, prefix: &str, patched: bool) {
     let rel = prefix.trim_start_matches('/');
-    for bin in ["llama-server", "llama-bench", "test-backend-ops", "ggml-rpc-server"] {
+    for bin in [
+        "llama-server",
+        "llama-bench",
+        "test-backend-ops",
+        "ggml-rpc-server",
+    ] {
         let p = format!("{rel}/bin/{bin}");
         fx.write(&p, "#!/bin/sh\nexit 0\n");
         fs::set_permissions(fx.join(&p), fs::Permissions::from_mode(0o755)).unwrap();
