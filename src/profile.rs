@@ -31,6 +31,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../profiles/coolpi-cm5-evb.yaml"),
     ),
     (
+        "turing-rk1.yaml",
+        include_str!("../profiles/turing-rk1.yaml"),
+    ),
+    (
         "generic-rk3588.yaml",
         include_str!("../profiles/generic-rk3588.yaml"),
     ),
@@ -80,6 +84,10 @@ pub struct GpuSpec {
     pub name: String,
     /// Firmware file panthor requests, relative to the firmware search path.
     pub firmware: String,
+    /// The device-tree label of the GPU's regulator in the board's mainline DT (`vdd_gpu_s0`):
+    /// what `mali-supply` of an overlay that enables `&gpu` must point at.
+    #[serde(default)]
+    pub supply: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -448,7 +456,7 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
 /// firmware paths and fix commands written or run as root: each must have the shape its use
 /// needs (see `crate::validate`), and no value may carry a newline or other control byte.
 fn check_fields(p: &Profile) -> Result<(), String> {
-    use crate::validate::{control_free, file_name, relative_path, version};
+    use crate::validate::{control_free, dt_label, file_name, relative_path, version};
     let field = |name: &str, value: &str, rule: fn(&str) -> Result<(), String>| {
         rule(value).map_err(|e| format!("`{name}` {e}"))
     };
@@ -465,6 +473,9 @@ fn check_fields(p: &Profile) -> Result<(), String> {
     }
     field("gpu.name", &p.gpu.name, control_free)?;
     field("gpu.firmware", &p.gpu.firmware, relative_path)?;
+    if let Some(s) = &p.gpu.supply {
+        field("gpu.supply", s, dt_label)?;
+    }
     field("kernel.min_mainline", &p.kernel.min_mainline, version)?;
     for (which, k) in [
         ("mainline", &p.kernel.mainline),

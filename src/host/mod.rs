@@ -13,6 +13,7 @@ pub mod live;
 pub mod llama;
 pub mod mesa;
 pub mod root;
+pub mod rpc;
 pub mod stamp;
 pub mod sysfs;
 

@@ -40,10 +40,12 @@ pub const MESA_OPTIONS: &[&str] = &[
     "-Dvideo-codecs=",
 ];
 /// llama.cpp with the Vulkan backend and nothing that needs the network: the tools
-/// (llama-bench and llama-server, which `cmake --install` installs) and the tests, for
-/// test-backend-ops (the patch series' cases are run with it on the board).
+/// (llama-bench, llama-server and, with the RPC backend, the RPC worker ggml-rpc-server, which
+/// `cmake --install` installs) and the tests, for test-backend-ops (the patch series' cases are
+/// run with it on the board). `rvl serve --rpc-worker` / `--rpc` spread a model over boards.
 pub const LLAMA_OPTIONS: &[&str] = &[
     "-DGGML_VULKAN=ON",
+    "-DGGML_RPC=ON",
     "-DLLAMA_CURL=OFF",
     "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON",
@@ -53,7 +55,12 @@ pub const LLAMA_OPTIONS: &[&str] = &[
 /// install; setup copies them into the prefix's `bin/` itself.
 pub const LLAMA_BUILD_ONLY_BINARIES: &[&str] = &["test-backend-ops"];
 /// What rvl's llama.cpp prefix must have in `bin/` once installed (a build lacking one fails).
-pub const LLAMA_BINARIES: &[&str] = &["llama-bench", "llama-server", "test-backend-ops"];
+pub const LLAMA_BINARIES: &[&str] = &[
+    "llama-bench",
+    "llama-server",
+    "test-backend-ops",
+    crate::rpc::RPC_SERVER,
+];
 
 /// Binaries a project's build leaves behind that setup copies into the prefix itself.
 pub fn build_only_binaries(project: &str) -> &'static [&'static str] {

@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod http;
+pub mod llama;
 pub mod prefill;
 pub mod roots;
 pub mod run;

@@ -213,8 +213,26 @@ fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
             ctx.setup("gpu-overlay")
         )
     } else {
-        // Setup has no overlay for this board, so the fix is the manual one.
-        "enable &gpu with a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\", add it to the boot configuration and reboot".to_string()
+        // Setup has no overlay for this board, so the fix is the manual one, with the
+        // regulator's label when the profile knows it.
+        let supply = match ctx.profile.and_then(|p| p.gpu.supply.as_deref()) {
+            Some(label) => format!("mali-supply = <&{label}>"),
+            None => "mali-supply (the board's GPU regulator)".to_string(),
+        };
+        // On a kernel older than the board's first mainline with &gpu, that kernel is the fix.
+        let newer = match ctx.profile {
+            Some(p)
+                if p.mainline_enables_gpu == Some(true)
+                    && kernel_kind(ctx.inv, ctx.profile) == KernelKind::TooOld =>
+            {
+                format!(
+                    "boot mainline ≥ {}, whose device tree for this board enables it, or ",
+                    p.kernel.min_mainline
+                )
+            }
+            _ => String::new(),
+        };
+        format!("{newer}enable &gpu with a device-tree overlay that sets {supply} and status = \"okay\", add it to the boot configuration and reboot")
     }
 }
 
