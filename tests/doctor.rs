@@ -1154,7 +1154,7 @@ fn a_patched_build_without_test_backend_ops_warns_that_smoke_bench_loses_llama_c
     );
     says(
         c["fix"].as_str().unwrap(),
-        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+        &["rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
     );
 }
 

@@ -410,7 +410,13 @@ fn a_build_from_before_rpc_is_refused_with_the_rebuild_for_worker_and_head() {
     for needle in [
         "ggml-rpc-server is missing",
         "-DGGML_RPC=ON",
-        "sudo rm -rf /opt/rvl/llama.cpp-0.3.36-rvl1 && sudo rvl setup --only llama-cpp",
+        // Under --root the fix names the image's tree and repeats --root (issue 28, item 3).
+        &format!(
+            "rm -rf {}/opt/rvl/llama.cpp-0.3.36-rvl1 && rvl setup --root {}",
+            fx.path().display(),
+            fx.path().display()
+        )[..],
+        "--only llama-cpp",
     ] {
         assert!(out.stderr().contains(needle), "{needle:?}: {out}");
     }
