@@ -451,6 +451,29 @@ fn rpc_workers_join_the_gpu_cases_only_and_a_head_without_vulkan_is_no_fault_the
 }
 
 #[test]
+fn with_rpc_workers_the_heads_devices_are_not_checked_and_the_note_says_where_to_check() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let b = stand_in(&format!("99:*) {RPC_RUN};;"));
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    let p = &out.stdout_json()["prefill"];
+    assert_eq!(p["check_tool"]["path"], serde_json::Value::Null, "{out}");
+    let why = p["check_tool"]["not_run"].as_str().unwrap();
+    assert!(
+        why.contains("RPC workers") && why.contains("on each worker"),
+        "{why}"
+    );
+    assert_eq!(p["ubatches"][0]["check"], serde_json::Value::Null, "{out}");
+    assert_eq!(p["ubatches"][0]["gpu"]["status"], "ok", "{out}");
+    assert_eq!(b.tbo_calls(), "", "no test-backend-ops run on the head");
+}
+
+#[test]
 fn a_worker_that_does_not_answer_stops_the_sweep_before_any_run() {
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -122,7 +122,21 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     }
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
-    let checker = check_tool(args.test_backend_ops.as_deref(), &bench, install, weights)?;
+    let mut checker = check_tool(args.test_backend_ops.as_deref(), &bench, install, weights)?;
+    if !plan.rpc.is_empty() && checker.tool.path.is_some() {
+        // test-backend-ops multiplies on this board's devices only; the GPU runs here are the
+        // workers'. A check of the head's Vulkan0 would say nothing about them (or find none).
+        checker = Checker {
+            tool: CheckTool {
+                not_run: Some(format!(
+                    "the GPU runs use the RPC workers, and test-backend-ops checks only this board's devices: run rvl smoke-bench --gguf {} on each worker to check its GPU",
+                    escape_line(&model.file_name)
+                )),
+                ..CheckTool::default()
+            },
+            weights: Vec::new(),
+        };
+    }
     let env = llama::launch_env(&inv);
     let progress = settings.progress(args.json);
     if progress {
