@@ -43,7 +43,8 @@ echo "== generating the man page and completions" >&2
 if [ -n "$target" ]; then
     cargo build --locked --release >&2
 fi
-gen=target/release/rvl
+# cargo and cargo-deb build into CARGO_TARGET_DIR when it is set.
+gen="${CARGO_TARGET_DIR:-target}/release/rvl"
 assets=target/deb-assets
 rm -rf "$assets" && mkdir -p "$assets"
 "$gen" generate man | gzip -9n >"$assets/rvl.1.gz"

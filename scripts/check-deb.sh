@@ -21,10 +21,11 @@ contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/rvl ./usr/share/man/man1/rvl.1.gz \
     ./usr/share/bash-completion/completions/rvl ./usr/share/zsh/vendor-completions/_rvl \
     ./usr/share/fish/vendor_completions.d/rvl.fish ./usr/share/doc/rvl/README.md \
-    ./usr/share/doc/rvl/copyright ./usr/share/rvl/profiles/boltzmann.yaml \
-    ./usr/share/rvl/firmware-manifest/manifest.yaml; do
+    ./usr/share/doc/rvl/copyright; do
     grep -qF " $path" <<<"$contents" || fail "package lacks $path"
 done
+# Profiles and manifest are built into the binary: no copies it would never read.
+if grep -qF " ./usr/share/rvl/" <<<"$contents"; then fail "package ships /usr/share/rvl, which rvl never reads"; fi
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -27,7 +27,8 @@ pub enum Command {
     SmokeBench(BenchArgs),
     /// Show the stack as it stands: kernels, driver, firmware, ICD and Mesa, llama.cpp, setup's runs
     Status(StatusArgs),
-    /// Start rvl's llama-server on MODEL with the settings that work on panvk
+    /// Start rvl's llama-server on MODEL with the settings that work on panvk (across boards:
+    /// --rpc-worker on each worker, --rpc on the head)
     Serve(ServeArgs),
     /// Bundle what a bug report needs (doctor, logs, boot and ICD files) into one .tar.gz
     Report(ReportArgs),
@@ -88,8 +89,14 @@ pub struct SystemArgs {
     #[arg(long, value_name = "DIR")]
     pub profiles: Option<PathBuf>,
 
-    /// Use this board profile instead of detecting the board from the device tree
-    #[arg(long, value_name = "NAME")]
+    /// Use this board profile instead of detecting the board from the device tree: a profile
+    /// id (boltzmann), a product name (rock-5-itx, genbook) or a DT compatible (radxa,rock-5-itx)
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_parser = crate::profile::BoardNames,
+        hide_possible_values = true
+    )]
     pub board: Option<String>,
 }
 
@@ -187,6 +194,25 @@ pub struct SetupArgs {
     /// Show what setup has applied and whether a run was interrupted
     #[arg(long)]
     pub status: bool,
+
+    /// The user the access step adds to the render group [default: the user behind sudo; in
+    /// an image (--root), its only login user]
+    #[arg(long, value_name = "NAME", value_parser = crate::validate::user_name_parser)]
+    pub user: Option<String>,
+
+    /// A directory of downloaded artifacts (from --download-only): setup takes each one from
+    /// there when its sha256 matches, and downloads only what is missing
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+
+    /// Download every artifact the steps may need into --cache DIR (sha256 checked) and stop;
+    /// needs no board: run it where there is network, then `setup --cache DIR` on the board
+    #[arg(
+        long,
+        requires = "cache",
+        conflicts_with_all = ["rollback", "status", "dry_run"]
+    )]
+    pub download_only: bool,
 }
 
 #[derive(Debug, Args)]
@@ -289,6 +315,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH", requires = "gguf")]
     pub llama_bench: Option<PathBuf>,
 
+    /// llama.cpp's test-backend-ops (with rvl's patch) for llama.cpp's CPU and Vulkan columns,
+    /// and with --gguf for the check of the GPU's results [default: bin/test-backend-ops of rvl's
+    /// newest llama.cpp, with --gguf also the one beside --llama-bench]
+    #[arg(long, value_name = "PATH", conflicts_with = "probe_limits")]
+    pub test_backend_ops: Option<PathBuf>,
+
     /// With --gguf: prompt tokens per run (llama-bench -p) [default: 512]
     #[arg(long, value_name = "N", requires = "gguf")]
     pub prompt: Option<u32>,
@@ -296,6 +328,16 @@ pub struct BenchArgs {
     /// With --gguf: seconds each llama-bench run may take before it is killed [default: 300]
     #[arg(long, value_name = "S", requires = "gguf")]
     pub case_timeout: Option<u64>,
+
+    /// With --gguf: run the GPU cases through these llama.cpp RPC workers too (llama-bench
+    /// --rpc; each started with `rvl serve --rpc-worker`)
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        value_delimiter = ',',
+        requires = "gguf"
+    )]
+    pub rpc: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -304,8 +346,36 @@ pub struct ServeArgs {
     pub system: SystemArgs,
 
     /// The GGUF model llama-server loads
-    #[arg(value_name = "MODEL.gguf")]
-    pub model: PathBuf,
+    #[arg(value_name = "MODEL.gguf", required_unless_present = "rpc_worker")]
+    pub model: Option<PathBuf>,
+
+    /// Spread the model over these llama.cpp RPC workers too (each started with
+    /// `rvl serve --rpc-worker`); rvl checks that each answers before starting llama-server
+    #[arg(
+        long,
+        value_name = "HOST:PORT[,HOST:PORT...]",
+        value_delimiter = ',',
+        conflicts_with = "rpc_worker"
+    )]
+    pub rpc: Vec<String>,
+
+    /// Start llama.cpp's RPC worker (ggml-rpc-server) on this board's GPU instead of
+    /// llama-server, for a head's --rpc
+    #[arg(long, conflicts_with = "model")]
+    pub rpc_worker: bool,
+
+    /// With --rpc-worker: the IPv4 address to listen on [default: 127.0.0.1, this board only]
+    #[arg(long, value_name = "ADDR")]
+    pub host: Option<String>,
+
+    /// With --rpc-worker: the port to listen on [default: 50052]
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+
+    /// With --rpc-worker: allow --host 0.0.0.0 (every interface); llama.cpp's RPC has no
+    /// authentication
+    #[arg(long)]
+    pub allow_network: bool,
 
     /// Print the command line (environment included) and stop
     #[arg(long)]
@@ -315,13 +385,13 @@ pub struct ServeArgs {
     #[arg(long, requires = "print")]
     pub json: bool,
 
-    /// Hold the GPU at its top OPP for as long as llama-server runs (performance governor, else
-    /// min_freq) and put devfreq back when it exits; Ctrl-C and SIGTERM go on to the server
-    /// (root only)
+    /// Hold the GPU at its top OPP for as long as llama-server (or the RPC worker) runs
+    /// (performance governor, else min_freq) and put devfreq back when it exits; Ctrl-C and
+    /// SIGTERM go on to the server (root only)
     #[arg(long, conflicts_with = "print")]
     pub max_clock: bool,
 
-    /// More llama-server arguments, after `--` (they come last, so they win)
+    /// More llama-server (or ggml-rpc-server) arguments, after `--` (they come last, so they win)
     #[arg(last = true, value_name = "EXTRA")]
     pub extra: Vec<String>,
 }

@@ -126,6 +126,10 @@ pub enum FetchError {
     },
     #[error("{url}: {detail}")]
     Network { url: String, detail: String },
+    /// No connection at all (the name does not resolve, the connection is refused or times
+    /// out): offline, or the host is down. Not retried: a retry minutes later would fail alike.
+    #[error("{url}: cannot connect ({detail})")]
+    Unreachable { url: String, detail: String },
     /// `pip download` failed, or python/pip could not be run (the text says which).
     #[error("{0}")]
     Pip(String),
@@ -138,6 +142,11 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// No connection could be made (see [`FetchError::Unreachable`]).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, FetchError::Unreachable { .. })
+    }
+
     /// Worth another try (with resume where the server supports it).
     fn is_transient(&self) -> bool {
         match self {
@@ -532,6 +541,16 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 fn net_error(req: &Request, e: reqwest::Error, secs: f64) -> FetchError {
+    if e.is_connect() {
+        // reqwest's own text repeats the URL; the causes say what failed.
+        let causes = std::error::Error::source(&e)
+            .map(describe)
+            .unwrap_or_else(|| describe(&e));
+        return FetchError::Unreachable {
+            url: req.url.clone(),
+            detail: causes,
+        };
+    }
     if e.is_timeout() {
         return FetchError::Stalled {
             url: req.url.clone(),
@@ -591,6 +610,31 @@ pub fn verify_file(what: &str, path: &Path, sha256: &str, size: u64) -> Result<(
         });
     }
     let actual = sha256_file(path).map_err(io_err)?;
+    let expected = sha256.to_ascii_lowercase();
+    if actual != expected {
+        return Err(FetchError::Checksum {
+            url: what.to_string(),
+            expected,
+            actual,
+        });
+    }
+    Ok(())
+}
+
+/// [`verify_file`] for an artifact whose size the manifest may not pin (the sha256 does).
+pub fn verify_pinned(
+    what: &str,
+    path: &Path,
+    sha256: &str,
+    size: Option<u64>,
+) -> Result<(), FetchError> {
+    if let Some(size) = size {
+        return verify_file(what, path, sha256, size);
+    }
+    let actual = sha256_file(path).map_err(|source| FetchError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let expected = sha256.to_ascii_lowercase();
     if actual != expected {
         return Err(FetchError::Checksum {

@@ -389,6 +389,22 @@ pub struct LlamaFacts {
     /// `llama-bench --list-devices` of the newest complete install (live only, when asked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list_devices: Option<LlamaDevices>,
+    /// `smoke-bench --gguf` records (the state directory of the environment's user) with a
+    /// ubatch whose GPU results were wrong.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wrong_results: Vec<WrongResults>,
+}
+
+/// A `smoke-bench --gguf` record with wrong GPU results (doctor's `vulkan-device` warns).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrongResults {
+    /// The record's in-root path.
+    pub record: String,
+    /// The model file it measured.
+    pub model: String,
+    pub ubatches: Vec<u32>,
+    /// The first failing product at the first of them, as test-backend-ops reported it.
+    pub first_failure: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -404,14 +420,27 @@ pub struct LlamaInstall {
     pub server_executable: bool,
     /// `bin/llama-bench` likewise.
     pub bench_executable: bool,
+    /// `bin/test-backend-ops` likewise (smoke-bench's llama.cpp columns and correctness check).
+    #[serde(default)]
+    pub test_backend_ops_executable: bool,
+    /// `bin/ggml-rpc-server` likewise: llama.cpp's RPC worker, built with `-DGGML_RPC=ON`
+    /// (builds before rvl enabled RPC have none, and their llama-server has no `--rpc`).
+    #[serde(default)]
+    pub rpc_server_executable: bool,
 }
 
 impl LlamaInstall {
+    pub fn rpc_server(&self) -> String {
+        format!("{}/bin/{}", self.prefix, crate::rpc::RPC_SERVER)
+    }
     pub fn server(&self) -> String {
         format!("{}/bin/llama-server", self.prefix)
     }
     pub fn bench(&self) -> String {
         format!("{}/bin/llama-bench", self.prefix)
+    }
+    pub fn test_backend_ops(&self) -> String {
+        format!("{}/bin/test-backend-ops", self.prefix)
     }
 }
 

@@ -2,6 +2,7 @@
 //! integration tests use them directly where running the binary would not reach (kernels,
 //! parsers, the fetch client).
 
+pub mod backend_ops;
 // Without the `bench` feature, a stand-in whose `run` says the binary was built without it.
 #[cfg_attr(not(feature = "bench"), path = "bench_disabled.rs")]
 pub mod bench;
@@ -17,6 +18,7 @@ pub mod fetch;
 pub mod firmware;
 pub mod generate;
 pub mod gguf;
+pub mod hint;
 pub mod host;
 pub mod icd;
 pub mod inventory;
@@ -31,6 +33,7 @@ pub mod patchlevel;
 pub mod prefill;
 pub mod profile;
 pub mod report;
+pub mod rpc;
 pub mod saved;
 pub mod serve;
 pub mod settings;

@@ -58,7 +58,7 @@ fn finish<O: Outcome>(verb: &str, json: bool, settings: &Settings, r: anyhow::Re
             if json {
                 let _ = output::print_json(&Envelope::new(verb, code, &outcome));
             } else {
-                output::print_text(&outcome.human(settings.style));
+                settings.print(&outcome.human(settings.style));
             }
             code
         }

@@ -144,6 +144,35 @@ pub fn escape_line(text: &str) -> String {
 
 /// Print text on stdout. A closed stdout (`rvl doctor | head -1`) ends the output quietly,
 /// as `cat` does: the reader has what it wanted, and the verb's status still stands.
+/// The non-ASCII signs rvl's human output uses, spelt in ASCII (for `LANG=C` terminals).
+const ASCII_SIGNS: &[(char, &str)] = &[
+    ('✓', "ok"),
+    ('✗', "x"),
+    ('→', "->"),
+    ('←', "<-"),
+    ('…', "..."),
+    ('≥', ">="),
+    ('≤', "<="),
+    ('—', "-"),
+    ('–', "-"),
+    ('−', "-"),
+    ('×', "x"),
+    ('±', "+/-"),
+    ('·', "."),
+];
+
+/// `text` with rvl's own signs spelt in ASCII; anything else (a file name) is left as it is.
+pub fn to_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match ASCII_SIGNS.iter().find(|(sign, _)| *sign == c) {
+            Some((_, ascii)) => out.push_str(ascii),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn print_text(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -165,6 +194,17 @@ pub fn indented_tail(text: &str, n: usize) -> String {
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// ", did you mean `X`?" for the known word closest to a mistyped one (Jaro-Winkler above 0.8,
+/// as clap and `--board` use), or "" when none is close enough to help.
+pub fn did_you_mean<'a>(typed: &str, known: impl Iterator<Item = &'a str>) -> String {
+    known
+        .map(|k| (strsim::jaro_winkler(typed, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!(", did you mean `{k}`?"))
+        .unwrap_or_default()
 }
 
 /// `n` and the noun, plural unless `n` is 1: "1 command buffer", "3 command buffers",

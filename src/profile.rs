@@ -31,6 +31,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../profiles/coolpi-cm5-evb.yaml"),
     ),
     (
+        "turing-rk1.yaml",
+        include_str!("../profiles/turing-rk1.yaml"),
+    ),
+    (
         "generic-rk3588.yaml",
         include_str!("../profiles/generic-rk3588.yaml"),
     ),
@@ -46,6 +50,10 @@ pub struct Profile {
     /// Device-tree `compatible` strings that select this profile.
     #[serde(rename = "match")]
     pub matches: Vec<String>,
+    /// Other names `--board` takes: what the box and the vendor call the board
+    /// (`rock-5-itx`, `genbook`). Its `match` strings are names too (`radxa,rock-5-itx`).
+    #[serde(default)]
+    pub aliases: Vec<String>,
     pub soc: Soc,
     /// True for the catch-all profile used when no board-specific one matches.
     #[serde(default)]
@@ -76,6 +84,10 @@ pub struct GpuSpec {
     pub name: String,
     /// Firmware file panthor requests, relative to the firmware search path.
     pub firmware: String,
+    /// The device-tree label of the GPU's regulator in the board's mainline DT (`vdd_gpu_s0`):
+    /// what `mali-supply` of an overlay that enables `&gpu` must point at.
+    #[serde(default)]
+    pub supply: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,26 +153,81 @@ pub enum ProfileSource {
     Flag,
 }
 
-/// `--board` named an id no profile has. Every verb prints it through this one `Display`, so
-/// doctor, setup and smoke-bench word it the same way.
+/// `--board` named no profile. Every verb prints it through this one `Display`, so doctor,
+/// setup and smoke-bench word it the same way.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("--board: no board profile `{id}`{}; known: {known}", suggestion.as_ref().map(|s| format!(", did you mean `{s}`?")).unwrap_or_default())]
+#[error("--board: no board profile `{id}`{}; known: {known} (product names and DT compatibles work too, see `rvl setup --help`)", suggestion.as_ref().map(|(id, name)| format!(", did you mean `{id}` ({name})?")).unwrap_or_default())]
 pub struct UnknownBoard {
     pub id: String,
-    /// The known id closest to `id` when it is a likely typo.
-    pub suggestion: Option<String>,
+    /// The profile the name most likely meant (id, board name), when it is a likely typo.
+    pub suggestion: Option<(String, String)>,
     /// Every known id, comma-separated.
     pub known: String,
 }
 
-/// The known id a mistyped one most likely meant: the closest by Jaro-Winkler similarity, when
-/// it is close enough that the suggestion helps rather than confuses (clap uses the same 0.8).
-fn closest<'a>(id: &str, known: impl Iterator<Item = &'a str>) -> Option<String> {
+/// How `--board` values are compared: case, spaces and underscores do not matter
+/// (`ROCK 5 ITX`, `rock_5_itx` and `rock-5-itx` are one name).
+pub fn board_key(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| match c {
+            ' ' | '_' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// The profile a mistyped name most likely meant: the one with the name closest to it by
+/// Jaro-Winkler similarity, when it is close enough that the suggestion helps rather than
+/// confuses (clap uses the same 0.8).
+fn closest<'a>(
+    name: &str,
+    known: impl Iterator<Item = (String, &'a Profile)>,
+) -> Option<&'a Profile> {
+    let key = board_key(name);
     known
-        .map(|k| (strsim::jaro_winkler(id, k), k))
+        .map(|(k, p)| (strsim::jaro_winkler(&key, &k), p))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| k.to_string())
+        .map(|(_, p)| p)
+}
+
+/// `--board`'s value parser: any name is taken (a `--profiles` set may hold other boards, and
+/// an unknown one gets rvl's own error with its suggestion), and the built-in profiles' ids
+/// and aliases are offered, with the board's name, by the shell completions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BoardNames;
+
+impl clap::builder::TypedValueParser for BoardNames {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        use clap::builder::PossibleValue;
+        let profiles = Profiles::builtin().ok()?;
+        let values: Vec<PossibleValue> = profiles
+            .all()
+            .iter()
+            .flat_map(|p| {
+                std::iter::once(PossibleValue::new(p.id.clone()).help(p.name.clone())).chain(
+                    p.aliases.iter().map(|a| {
+                        PossibleValue::new(a.clone()).help(format!("{} ({})", p.name, p.id))
+                    }),
+                )
+            })
+            .collect();
+        Some(Box::new(values.into_iter()))
+    }
 }
 
 /// A set of profiles with lookups.
@@ -251,9 +318,9 @@ impl Profiles {
         compatible: Option<&[String]>,
     ) -> Result<Option<(&Profile, ProfileSource)>, UnknownBoard> {
         if let Some(id) = board {
-            let p = self.by_id(id).ok_or_else(|| UnknownBoard {
+            let p = self.by_name(id).ok_or_else(|| UnknownBoard {
                 id: id.to_string(),
-                suggestion: closest(id, self.list.iter().map(|p| p.id.as_str())),
+                suggestion: closest(id, self.names()).map(|p| (p.id.clone(), p.name.clone())),
                 known: self.known_ids(),
             })?;
             return Ok(Some((p, ProfileSource::Flag)));
@@ -281,7 +348,62 @@ impl Profiles {
                 ))));
             }
         }
-        Ok(Profiles { list })
+        let set = Profiles { list };
+        // One name, one board: `--board X` must never depend on which profile loads first.
+        let mut seen: std::collections::BTreeMap<String, &str> = Default::default();
+        for (key, p) in set.exact_names() {
+            if let Some(other) = seen.insert(key.clone(), &p.id) {
+                if other != p.id {
+                    return Err(anyhow::Error::from(Error::Profile(format!(
+                        "profiles {other} and {} both answer to the name {key:?} (id, aliases or match)",
+                        p.id
+                    ))));
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    /// Every name `--board` takes for a profile, as compared: its id, aliases and `match`
+    /// strings.
+    fn exact_names(&self) -> impl Iterator<Item = (String, &Profile)> {
+        self.list.iter().flat_map(|p| {
+            std::iter::once(&p.id)
+                .chain(&p.aliases)
+                .chain(&p.matches)
+                .map(move |n| (board_key(n), p))
+        })
+    }
+
+    /// [`Profiles::exact_names`] and the model part of each board-specific `match` string
+    /// (`rock-5-itx` of `radxa,rock-5-itx`), for suggestions.
+    fn names(&self) -> impl Iterator<Item = (String, &Profile)> {
+        self.exact_names().chain(self.list.iter().flat_map(|p| {
+            p.matches
+                .iter()
+                .filter_map(|m| m.split_once(',').map(|(_, model)| model))
+                .map(move |m| (board_key(m), p))
+        }))
+    }
+
+    /// The profile `--board NAME` names: by id, alias or DT compatible (case, spaces and
+    /// underscores aside), else by the model part of a compatible (`rock-5-itx`) when one
+    /// profile alone has it.
+    pub fn by_name(&self, name: &str) -> Option<&Profile> {
+        let key = board_key(name);
+        if let Some((_, p)) = self.exact_names().find(|(k, _)| *k == key) {
+            return Some(p);
+        }
+        let mut models = self.list.iter().filter(|p| {
+            p.matches
+                .iter()
+                .filter_map(|m| m.split_once(',').map(|(_, model)| model))
+                .any(|m| board_key(m) == key)
+        });
+        match (models.next(), models.next()) {
+            (Some(p), None) => Some(p),
+            _ => None,
+        }
     }
 
     pub fn all(&self) -> &[Profile] {
@@ -330,7 +452,7 @@ pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
 /// firmware paths and fix commands written or run as root: each must have the shape its use
 /// needs (see `crate::validate`), and no value may carry a newline or other control byte.
 fn check_fields(p: &Profile) -> Result<(), String> {
-    use crate::validate::{control_free, file_name, relative_path, version};
+    use crate::validate::{control_free, dt_label, file_name, relative_path, version};
     let field = |name: &str, value: &str, rule: fn(&str) -> Result<(), String>| {
         rule(value).map_err(|e| format!("`{name}` {e}"))
     };
@@ -339,11 +461,17 @@ fn check_fields(p: &Profile) -> Result<(), String> {
     for m in &p.matches {
         field("match", m, control_free)?;
     }
+    for a in &p.aliases {
+        field("aliases", a, file_name)?;
+    }
     for c in &p.gpu.compatible {
         field("gpu.compatible", c, control_free)?;
     }
     field("gpu.name", &p.gpu.name, control_free)?;
     field("gpu.firmware", &p.gpu.firmware, relative_path)?;
+    if let Some(s) = &p.gpu.supply {
+        field("gpu.supply", s, dt_label)?;
+    }
     field("kernel.min_mainline", &p.kernel.min_mainline, version)?;
     for (which, k) in [
         ("mainline", &p.kernel.mainline),
@@ -438,9 +566,10 @@ mod tests {
     fn a_mistyped_board_suggests_the_profile_it_most_likely_meant() {
         let p = Profiles::builtin().unwrap();
         let typo = p.select(Some("boltzman"), None).unwrap_err();
-        assert_eq!(typo.suggestion.as_deref(), Some("boltzmann"));
+        assert_eq!(typo.suggestion.as_ref().unwrap().0, "boltzmann");
         assert!(
-            typo.to_string().contains("did you mean `boltzmann`?"),
+            typo.to_string()
+                .contains("did you mean `boltzmann` (Radxa ROCK 5 ITX / ITX+)?"),
             "{typo}"
         );
         let far = p.select(Some("raspberrypi"), None).unwrap_err();
@@ -464,7 +593,7 @@ mod tests {
         let base = std::fs::read_to_string("profiles/rock-5a.yaml").unwrap();
         let bad_soc = base.replace("soc: rk3588s", "soc: rk3399");
         let msg = parse("p.yaml", &bad_soc).unwrap_err().to_string();
-        assert!(msg.contains("p.yaml:4"), "{msg}");
+        assert!(msg.contains("p.yaml:5"), "{msg}");
         assert!(msg.contains("rk3588"), "{msg}");
         let no_gpu: String = base
             .lines()
@@ -511,6 +640,28 @@ mod tests {
             let msg = parse("p.yaml", &bad).unwrap_err().to_string();
             assert!(msg.contains(field), "{msg}");
         }
+    }
+
+    #[test]
+    fn two_profiles_answering_to_one_name_are_refused() {
+        let a = parse("a", include_str!("../profiles/rock-5a.yaml")).unwrap();
+        let mut b = parse("b", include_str!("../profiles/rock-5b.yaml")).unwrap();
+        b.aliases.push("Rock5A".into());
+        let err = Profiles::from_list(vec![a, b]).unwrap_err();
+        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert!(err.to_string().contains("\"rock5a\""), "{err}");
+    }
+
+    #[test]
+    fn a_name_is_an_id_an_alias_a_compatible_or_its_model_part() {
+        let p = Profiles::builtin().unwrap();
+        let id = |n: &str| p.by_name(n).map(|p| p.id.as_str());
+        assert_eq!(id("Boltzmann"), Some("boltzmann"));
+        assert_eq!(id("rock_5_itx"), Some("boltzmann"));
+        assert_eq!(id("radxa,rock-5-itx"), Some("boltzmann"));
+        assert_eq!(id("pi-cm5-evb"), Some("coolpi-cm5-evb"));
+        assert_eq!(id("rockchip,rk3588s"), Some("generic-rk3588"));
+        assert_eq!(id("rock-5"), None);
     }
 
     #[test]

@@ -1,11 +1,16 @@
-//! `rvl serve MODEL.gguf [-- EXTRA]`: start rvl's `llama-server` with the settings that work on
-//! panvk. The plan is pure ([`plan`]): the newest complete build from rvl's prefix, the
-//! environment rvl's stack needs ([`crate::llama::launch_env`]), the ubatch: the fastest that
-//! ran in this model's last `smoke-bench --gguf` run, else the one the build survives. The verb gathers the same inventory doctor does, refuses when doctor's blocking
-//! checks fail, prints the command line, and then (without `--print`) execs it, so signals and
-//! the exit status are llama-server's own. With `--max-clock` rvl stays: it pins the GPU's
-//! clock, runs llama-server in its own process group, passes SIGINT/SIGTERM/SIGHUP on to it,
-//! waits, restores devfreq and exits with the server's status.
+//! `rvl serve MODEL.gguf [--rpc HOST:PORT,…] [-- EXTRA]`: start rvl's `llama-server` with the
+//! settings that work on panvk; `rvl serve --rpc-worker [--host ADDR] [--port N]`: start
+//! llama.cpp's RPC worker (`ggml-rpc-server`) on this board's GPU, for a head on another board.
+//! The plans are pure ([`plan`], [`worker_plan`]): the newest complete build from rvl's prefix,
+//! the environment rvl's stack needs ([`crate::llama::launch_env`]), for llama-server the
+//! ubatch (the fastest that ran in this model's last `smoke-bench --gguf` run with the same
+//! workers, else the one the build survives), for the worker its listen address (loopback
+//! unless named: [`crate::rpc::listen`]). The verb gathers the same inventory doctor does,
+//! refuses when doctor's blocking checks fail, checks that each `--rpc` worker answers, prints
+//! the command line, and then (without `--print`) execs it, so signals and the exit status are
+//! the tool's own. With `--max-clock` rvl stays: it pins the GPU's clock, runs the tool in its
+//! own process group, passes SIGINT/SIGTERM/SIGHUP on to it, waits, restores devfreq and exits
+//! with the tool's status.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -14,16 +19,18 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use crate::clockpin::{self, OnSignal};
+
 use crate::doctor::checks;
 use crate::doctor::context::Context;
 use crate::doctor::finding::{Finding, Status};
 use crate::error::Error;
 use crate::host::{self, Root};
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, LlamaInstall};
 use crate::llama::{self, Tiles};
 use crate::manifest::Manifest;
 use crate::output::{escape_control, Outcome, Style};
 use crate::profile::Profiles;
+use crate::rpc::{Endpoint, Listen};
 use crate::settings::Settings;
 use crate::shell::quote;
 use crate::{cli, exit};
@@ -38,9 +45,23 @@ pub const BLOCKING: &[&str] = &["gpu-driver", "firmware", "vulkan-icd", "render-
 const UBATCH_PATCHED: u32 = 512;
 /// Without the patch, the largest ubatch panvk (Mesa ≤ 26.1) survives.
 const UBATCH_STOCK: u32 = 64;
+/// The device a worker serves: ggml's first Vulkan device, panvk once GGML_VK_VISIBLE_DEVICES
+/// names it (ggml numbers only the visible devices).
+pub const WORKER_DEVICE: &str = "Vulkan0";
+
+/// What `rvl serve` starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// llama-server on MODEL (the head, when it has `--rpc` workers).
+    LlamaServer,
+    /// ggml-rpc-server, a worker for another board's head.
+    RpcWorker,
+}
 
 #[derive(Debug, serde::Serialize)]
 pub struct ServeOutcome {
+    pub role: Role,
     /// The whole command line, shell-quoted, environment assignments first. Not `command`:
     /// the envelope's `command` is the verb, and the body is flattened beside it.
     pub command_line: String,
@@ -48,13 +69,20 @@ pub struct ServeOutcome {
     pub env: BTreeMap<String, String>,
     /// The program and its arguments.
     pub argv: Vec<String>,
-    /// Where `--ubatch-size` came from: the record of a `smoke-bench --gguf` run (its path), or
-    /// the build's rule ("tiles patch" / "stock build").
-    pub ubatch_from: String,
-    /// With `--max-clock`: llama-server's exit status (128 + the signal that ended it).
+    /// llama-server: where `--ubatch-size` came from: the record of a `smoke-bench --gguf`
+    /// run (its path), or the build's rule ("tiles patch" / "stock build").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ubatch_from: Option<String>,
+    /// llama-server: the RPC workers the model is spread over besides this board (`HOST:PORT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<Vec<String>>,
+    /// rpc-worker: the address and port it listens on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// With `--max-clock`: the tool's exit status (128 + the signal that ended it).
     #[serde(skip)]
     pub exit: Option<i32>,
-    /// The command line was printed before the server started.
+    /// The command line was printed before the tool started.
     #[serde(skip)]
     pub printed: bool,
 }
@@ -79,29 +107,63 @@ impl Outcome for ServeOutcome {
     }
 }
 
+/// The newest complete install of rvl's llama.cpp, or the refusal that says how to get one.
+fn install<'a>(
+    inv: &'a Inventory,
+    hint: &crate::hint::Invocation,
+) -> Result<&'a LlamaInstall, Error> {
+    llama::newest(&inv.llama).ok_or_else(|| {
+        Error::Refused(format!(
+            "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: {}",
+            llama::PREFIX_PARENT,
+            llama::PREFIX_NAME,
+            crate::setup::paths::BUILD_STAMP,
+            hint.setup("--only llama-cpp")
+        ))
+    })
+}
+
+/// A binary the install lacks: the prefix is rebuilt (setup leaves a complete prefix alone).
+fn missing(inst: &LlamaInstall, bin: &str, why: &str, hint: &crate::hint::Invocation) -> Error {
+    Error::Refused(format!(
+        "{bin} is missing or not executable{why}; fix: {} && {}",
+        hint.remove_tree(&inst.prefix),
+        hint.setup("--only llama-cpp")
+    ))
+}
+
+/// The environment assignments, then the program and its arguments, each shell-quoted.
+fn command_line(env: &BTreeMap<String, String>, argv: &[String]) -> String {
+    env.iter()
+        .map(|(k, v)| format!("{k}={}", quote(v)))
+        .chain(argv.iter().map(|a| quote(a).into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The command for `model` on this inventory, or why there is none. `measured`: the ubatch of
-/// the model's last recorded `smoke-bench --gguf` run, which wins over the build's rule.
+/// the model's last recorded `smoke-bench --gguf` run (with the same workers), which wins over
+/// the build's rule. `rpc`: the workers the model is spread over besides this board.
 pub fn plan(
     inv: &Inventory,
     model: &str,
     extra: &[String],
     measured: Option<&Measured>,
+    rpc: &[Endpoint],
+    hint: &crate::hint::Invocation,
 ) -> anyhow::Result<ServeOutcome> {
-    let Some(inst) = llama::newest(&inv.llama) else {
-        return Err(Error::Refused(format!(
-            "rvl's llama.cpp is not installed (no {}/{}*/{}); fix: sudo rvl setup --only llama-cpp",
-            llama::PREFIX_PARENT,
-            llama::PREFIX_NAME,
-            crate::setup::paths::BUILD_STAMP
-        ))
-        .into());
-    };
+    let inst = install(inv, hint)?;
     if !inst.server_executable {
-        return Err(Error::Refused(format!(
-            "{} is missing or not executable; fix: sudo rm -rf {} && sudo rvl setup --only llama-cpp",
-            inst.server(),
-            quote(&inst.prefix)
-        ))
+        return Err(missing(inst, &inst.server(), "", hint).into());
+    }
+    // The RPC worker is built with the RPC backend: without it this build has no --rpc.
+    if !rpc.is_empty() && !inst.rpc_server_executable {
+        return Err(missing(
+            inst,
+            &inst.rpc_server(),
+            " (this build of llama.cpp predates rvl's -DGGML_RPC=ON: its llama-server has no --rpc)",
+            hint,
+        )
         .into());
     }
     let stamp = inst.stamp.as_ref().expect("newest() has a stamp");
@@ -128,22 +190,85 @@ pub fn plan(
         "--ubatch-size".to_string(),
         ubatch.to_string(),
     ];
+    if !rpc.is_empty() {
+        argv.extend(["--rpc".to_string(), crate::rpc::join(rpc)]);
+    }
     argv.extend(extra.iter().cloned());
     let env = llama::launch_env(inv);
-    let command_line = env
-        .iter()
-        .map(|(k, v)| format!("{k}={}", quote(v)))
-        .chain(argv.iter().map(|a| quote(a).into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ");
     Ok(ServeOutcome {
-        command_line,
+        role: Role::LlamaServer,
+        command_line: command_line(&env, &argv),
         env,
         argv,
-        ubatch_from,
+        ubatch_from: Some(ubatch_from),
+        rpc: Some(rpc.iter().map(Endpoint::to_string).collect()),
+        listen: None,
         exit: None,
         printed: false,
     })
+}
+
+/// The command that makes this board an RPC worker listening at `listen`: rvl's
+/// ggml-rpc-server with the Vulkan device (`--device Vulkan0`: the panvk device, the only one
+/// ggml shows once GGML_VK_VISIBLE_DEVICES names it; with no Vulkan device the worker fails
+/// rather than quietly serving the CPU) and the environment llama-server gets.
+pub fn worker_plan(
+    inv: &Inventory,
+    listen: &Listen,
+    extra: &[String],
+    hint: &crate::hint::Invocation,
+) -> anyhow::Result<ServeOutcome> {
+    let inst = install(inv, hint)?;
+    if !inst.rpc_server_executable {
+        return Err(missing(
+            inst,
+            &inst.rpc_server(),
+            " (this build of llama.cpp predates rvl's -DGGML_RPC=ON)",
+            hint,
+        )
+        .into());
+    }
+    let mut argv = vec![
+        inst.rpc_server(),
+        "--host".to_string(),
+        listen.addr.to_string(),
+        "--port".to_string(),
+        listen.port.to_string(),
+        "--device".to_string(),
+        WORKER_DEVICE.to_string(),
+    ];
+    argv.extend(extra.iter().cloned());
+    let env = llama::launch_env(inv);
+    Ok(ServeOutcome {
+        role: Role::RpcWorker,
+        command_line: command_line(&env, &argv),
+        env,
+        argv,
+        ubatch_from: None,
+        rpc: None,
+        listen: Some(listen.to_string()),
+        exit: None,
+        printed: false,
+    })
+}
+
+/// What a person is told about a worker's address before it starts (stderr).
+pub fn worker_note(listen: &Listen) -> String {
+    if listen.is_loopback() {
+        format!(
+            "rvl serve: the worker listens on {listen}, this board only (a head on another board needs --host with this board's address)"
+        )
+    } else if listen.is_wildcard() {
+        format!(
+            "rvl serve: the worker listens on every interface ({listen}, --allow-network): {}",
+            crate::rpc::NO_AUTH
+        )
+    } else {
+        format!(
+            "rvl serve: the worker listens on {listen}; {}: keep that address on a private network",
+            crate::rpc::NO_AUTH
+        )
+    }
 }
 
 /// The blocking checks that fail, as "id: summary (fix: …)".
@@ -161,9 +286,43 @@ pub fn blocking_failures(ctx: &Context) -> Vec<String> {
 }
 
 pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOutcome> {
+    // Flags first: a bad address is a usage error before anything is read. (clap's `requires`
+    // counts a flag's default as present, so the worker-only flags are checked here.)
+    if !args.rpc_worker {
+        let given = [
+            ("--host", args.host.is_some()),
+            ("--port", args.port.is_some()),
+            ("--allow-network", args.allow_network),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+            return Err(Error::Usage(format!(
+                "{flag} is for the worker: rvl serve --rpc-worker {flag} …; llama-server's own address goes after --, e.g. rvl serve MODEL -- --host ADDR --port N"
+            ))
+            .into());
+        }
+    }
+    let listen = if args.rpc_worker {
+        Some(
+            crate::rpc::listen(args.host.as_deref(), args.port, args.allow_network)
+                .map_err(Error::Usage)?,
+        )
+    } else {
+        None
+    };
+    let workers = if args.rpc.is_empty() {
+        Vec::new()
+    } else {
+        crate::rpc::workers(&args.rpc).map_err(Error::Usage)?
+    };
     let root = Root::open_dir(&args.system.root)?;
     // Another system's binaries are never run here: under --root there is only the command,
-    // unless the caller names a stand-in for llama-server (RVL_ROOT_TOOLS, as setup's tools).
+    // unless the caller names stand-ins (RVL_ROOT_TOOLS, as setup's tools): the tool of the
+    // same name in that directory.
+    let tool_name = if args.rpc_worker {
+        crate::rpc::RPC_SERVER
+    } else {
+        "llama-server"
+    };
     let stand_in: Option<PathBuf> = if root.is_live() {
         None
     } else {
@@ -171,7 +330,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             .vars
             .root_tools
             .as_ref()
-            .map(|d| d.join("llama-server"))
+            .map(|d| d.join(tool_name))
             .filter(|p| p.is_file())
     };
     if !root.is_live() && !args.print && stand_in.is_none() {
@@ -183,6 +342,13 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     let profiles = Profiles::load(args.system.profiles.as_deref())?;
     let manifest = Manifest::builtin();
     let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let hint = root
+        .invocation(
+            args.system.board.as_deref(),
+            args.system.profiles.as_deref(),
+            None,
+        )
+        .with_board(chosen.map(|(p, _)| p.id.as_str()));
     let env = host::env::for_root(&root, &settings.env);
     let inv = host::gather(
         &root,
@@ -202,19 +368,38 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         source: chosen.map(|(_, s)| s),
         manifest: &manifest,
         no_vulkan: false,
+        hint: hint.clone(),
     };
     let failing = blocking_failures(&ctx);
     if !failing.is_empty() {
         return Err(Error::Refused(format!(
-            "refusing to start llama-server: doctor's blocking checks fail:\n  {}\n(rvl doctor shows the details)",
+            "refusing to start {tool_name}: doctor's blocking checks fail:\n  {}\n(rvl doctor shows the details)",
             failing.join("\n  ")
         ))
         .into());
     }
-    let model = args.model.to_string_lossy();
+    if let Some(listen) = &listen {
+        let out = worker_plan(&inv, listen, &args.extra, &hint)?;
+        if !args.json {
+            eprintln!("{}", worker_note(listen));
+        }
+        return start(out, args, settings, &root, stand_in);
+    }
+    let Some(model_path) = args.model.as_deref() else {
+        return Err(Error::Usage("rvl serve needs MODEL.gguf (or --rpc-worker)".into()).into());
+    };
+    let model = model_path.to_string_lossy();
+    let rpc: Vec<String> = workers.iter().map(Endpoint::to_string).collect();
     let measured = llama::newest(&inv.llama)
-        .and_then(|i| measured(&root, &settings.env, &args.model, &i.prefix));
-    let mut out = plan(&inv, &model, &args.extra, measured.as_ref())?;
+        .and_then(|i| measured(&root, &settings.env, model_path, &i.prefix, &rpc));
+    let out = plan(
+        &inv,
+        &model,
+        &args.extra,
+        measured.as_ref(),
+        &workers,
+        &hint,
+    )?;
     if let (Some(m), false) = (&measured, args.json) {
         // Stdout is the command alone (for a unit file); where its ubatch came from goes here.
         eprintln!(
@@ -222,6 +407,20 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             m.ubatch,
             escape_control(&m.record)
         );
+    }
+    // Stand-ins (tests) have no workers to ask; a live head asks each before it starts.
+    if !args.print && !workers.is_empty() && stand_in.is_none() {
+        // llama.cpp aborts with a backtrace on a worker it cannot reach; say which, and how
+        // to start it, before anything starts.
+        let lines = crate::host::rpc::check(&out.argv[0], &out.env, &workers).map_err(|e| {
+            Error::Refused(format!(
+                "refusing to start llama-server: not every RPC worker is ready:\n  {}",
+                e.replace('\n', "\n  ")
+            ))
+        })?;
+        for l in lines {
+            eprintln!("rvl serve: worker {}", escape_control(&l));
+        }
     }
     if !args.json {
         let int_dot = llama::newest(&inv.llama)
@@ -231,9 +430,26 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
             eprintln!("rvl serve: {line}");
         }
     }
+    start(out, args, settings, &root, stand_in)
+}
+
+/// `--print` returns the plan; otherwise print the command line and exec the tool (or, with
+/// `--max-clock`, pin the GPU clock, run it and wait).
+fn start(
+    mut out: ServeOutcome,
+    args: &cli::ServeArgs,
+    settings: &Settings,
+    root: &Root,
+    stand_in: Option<PathBuf>,
+) -> anyhow::Result<ServeOutcome> {
     if args.print {
         return Ok(out);
     }
+    let tool = out.argv[0]
+        .rsplit('/')
+        .next()
+        .unwrap_or("the tool")
+        .to_string();
     let program = stand_in.unwrap_or_else(|| PathBuf::from(&out.argv[0]));
     let mut cmd = std::process::Command::new(&program);
     cmd.args(&out.argv[1..]).envs(&out.env);
@@ -241,7 +457,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         let base = std::fs::canonicalize(root.base()).unwrap_or_else(|_| root.base().to_path_buf());
         cmd.env("RVL_ROOT", base);
     }
-    // The node is pinned (or the run refused) before the server starts.
+    // The node is pinned (or the run refused) before the tool starts.
     let pin = if args.max_clock {
         let devfreq_root = settings
             .vars
@@ -251,7 +467,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         let child = Arc::new(AtomicI32::new(0));
         let pin = clockpin::pin(&devfreq_root, "serve", OnSignal::Forward(child.clone()))?;
         eprintln!(
-            "rvl serve: GPU clock held at the top while llama-server runs: {} {} -> {} (now {})",
+            "rvl serve: GPU clock held at the top while {tool} runs: {} {} -> {} (now {})",
             pin.change.attribute,
             pin.change.from,
             pin.change.to,
@@ -261,9 +477,9 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     } else {
         None
     };
-    crate::output::print_text(&out.human(settings.style));
+    settings.print(&out.human(settings.style));
     let Some((pin, child_pid)) = pin else {
-        // exec replaces rvl: llama-server gets the terminal, the signals and the exit status.
+        // exec replaces rvl: the tool gets the terminal, the signals and the exit status.
         let err = cmd.exec();
         return Err(Error::Tool(format!("cannot run {}: {err}", program.display())).into());
     };
@@ -290,12 +506,14 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
 /// The ubatch of `model`'s last `smoke-bench --gguf` run, from its record inside the root (at
 /// the state directory of the user running rvl: see [`crate::prefill::saved::record_path`]).
 /// A record that is missing, unreadable, of another file or without an ok GPU run gives None
-/// (a damaged one says so on stderr): the build's rule applies then.
+/// (a damaged one says so on stderr): the build's rule applies then. A ubatch with wrong results
+/// has no rate, so it is never the one taken; each is named on stderr.
 fn measured(
     root: &Root,
     env: &crate::inventory::Env,
     model: &std::path::Path,
     prefix: &str,
+    rpc: &[String],
 ) -> Option<Measured> {
     use crate::prefill::saved;
     let name = model.file_name()?.to_string_lossy().into_owned();
@@ -318,7 +536,14 @@ fn measured(
             return None;
         }
     };
-    match saved::serve_ubatch(&report, &name, prefix) {
+    for (ub, first) in crate::prefill::report::wrong_ubatches(&report.ubatches) {
+        eprintln!(
+            "rvl serve: never ubatch {ub}: wrong results on the GPU in {} ({})",
+            escape_control(&path),
+            escape_control(&first)
+        );
+    }
+    match saved::serve_ubatch(&report, &name, prefix, rpc) {
         Ok(ubatch) => Some(Measured {
             ubatch,
             record: path,

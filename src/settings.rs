@@ -62,6 +62,21 @@ pub struct Settings {
     pub style: Style,
     /// The variables doctor's checks look at (XDG_*, VK_*, ...).
     pub env: Env,
+    /// The locale names a character set other than UTF-8 (`LANG=C`): human output is
+    /// written in ASCII ([`crate::output::to_ascii`]).
+    pub ascii: bool,
+}
+
+/// Whether the locale asks for a character set other than UTF-8: the first of `LC_ALL`,
+/// `LC_CTYPE`, `LANG` that is set decides, as for any C program. With none set, UTF-8.
+pub fn locale_is_ascii(var: impl Fn(&str) -> Option<String>) -> bool {
+    ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|n| var(n))
+        .is_some_and(|l| {
+            let l = l.to_ascii_lowercase();
+            !(l.contains("utf-8") || l.contains("utf8"))
+        })
 }
 
 impl Settings {
@@ -97,6 +112,16 @@ impl Settings {
                 color: terminal.stdout && !no_color && !dumb,
             },
             env: Env::from_process(),
+            ascii: locale_is_ascii(var),
+        }
+    }
+
+    /// Print human output on stdout, in ASCII when the locale is not UTF-8.
+    pub fn print(&self, text: &str) {
+        if self.ascii {
+            crate::output::print_text(&crate::output::to_ascii(text));
+        } else {
+            crate::output::print_text(text);
         }
     }
 

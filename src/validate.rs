@@ -55,6 +55,46 @@ pub fn file_name(s: &str) -> Result<(), String> {
     }
 }
 
+/// A login name as `useradd` takes it (letters, digits, `_`, `-`, `.`, not starting with `-`):
+/// it is written into /etc/group and printed in commands.
+pub fn user_name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 32
+        && !s.starts_with('-')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a login name ([0-9A-Za-z._-], at most 32, not starting with -), got {s:?}"
+        ))
+    }
+}
+
+/// [`user_name`] for clap.
+pub fn user_name_parser(s: &str) -> Result<String, String> {
+    user_name(s).map(|()| s.to_string())
+}
+
+/// A device-tree label (`vdd_gpu_s0`), as dtc accepts one: a letter or `_`, then letters, digits
+/// and `_`; it is written into an overlay's `<&label>` and into fix text.
+pub fn dt_label(s: &str) -> Result<(), String> {
+    let mut bytes = s.bytes();
+    let ok = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && s.len() <= 64;
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a device-tree label ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes), got {s:?}"
+        ))
+    }
+}
+
 /// Characters that must never reach a terminal or a config file from a file rvl is handed:
 /// control characters (C0, DEL, C1: newlines, ESC sequences, BEL) and the bidirectional
 /// formatting characters (U+061C, U+200E/F, U+202A-E, U+2066-9), which reorder what a
@@ -95,6 +135,24 @@ mod tests {
             "", "26\"x", "../../x", "1 2", "-rc", ".hidden", "a/b", "1\n",
         ] {
             assert!(version(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn dt_labels_are_what_dtc_accepts_and_nothing_that_escapes_a_phandle() {
+        for ok in ["vdd_gpu_s0", "_x", "A1"] {
+            assert!(dt_label(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "0vdd",
+            "vdd-gpu",
+            "vdd>; status",
+            "a b",
+            "x\n",
+            &"a".repeat(65),
+        ] {
+            assert!(dt_label(bad).is_err(), "{bad:?}");
         }
     }
 

@@ -133,6 +133,150 @@ fn json_run_has_schema_checks_and_stacks() {
 }
 
 #[test]
+fn llama_cpps_cpu_and_vulkan_kernels_stand_beside_rvls_and_the_cpu_baseline_is_llama_cpps() {
+    if !vulkan_present() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let tbo = common::prefill::stand_in_tbo(d.path());
+    let base = [
+        "smoke-bench",
+        "--model",
+        "tiny",
+        "--ubatch",
+        "8,16",
+        "--quick",
+    ];
+    let doc = rvl(&base)
+        .args(&["--precision", "fp32,q4_0", "--json", "--test-backend-ops"])
+        .arg(&tbo)
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(doc["cpu_baseline"]["source"], "llama_cpp", "{doc:#}");
+    assert!(doc["cpu_baseline"]["what"]
+        .as_str()
+        .unwrap()
+        .starts_with("llama.cpp's CPU backend (test-backend-ops perf"));
+    let l = &doc["llama_cpp"];
+    assert_eq!(l["tool"], tbo.to_str().unwrap());
+    let runs = l["runs"].as_array().unwrap();
+    let backends: Vec<&str> = runs
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, vec!["vulkan", "cpu"]);
+    let gemms = l["gemms"].as_array().unwrap();
+    let count = |backend: &str, t: &str| {
+        gemms
+            .iter()
+            .filter(|g| g["backend"] == backend && g["ggml_type"] == t && g["status"] == "ok")
+            .count()
+    };
+    // Vulkan: the precisions rvl ran; the CPU every type whose blocks fit the tiny K of 64 and
+    // 160 (q4_K's 256 do not). 2 ubatches x 5 GEMMs each.
+    assert_eq!((count("vulkan", "f32"), count("vulkan", "q4_0")), (10, 10));
+    assert_eq!(count("vulkan", "f16"), 0);
+    for t in ["f32", "f16", "q4_0", "q8_0"] {
+        assert_eq!(count("cpu", t), 10, "{t}");
+    }
+    assert_eq!(count("cpu", "q4_K"), 0);
+    assert!(gemms
+        .iter()
+        .filter(|g| g["backend"] == "cpu" && g["ggml_type"] == "q4_0")
+        .all(|g| g["weights"] == "CPU_REPACK"));
+    for u in doc["ubatches"].as_array().unwrap() {
+        assert!(u["cpu"].is_null(), "no matrixmultiply run: {u:#}");
+        let b = &u["cpu_baseline"];
+        assert_eq!(b["source"], "llama_cpp");
+        let best = u["stacks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["status"] == "ok")
+            .filter_map(|s| s["predicted_tokens_per_s"].as_f64())
+            .fold(0.0, f64::max);
+        let ratio = u["gpu_cpu_ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - best / b["predicted_tokens_per_s"].as_f64().unwrap()).abs() < 1e-9 * ratio,
+            "{u:#}"
+        );
+        assert!(u["llama_cpp"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["predicted_tokens_per_s"].as_f64().unwrap() > 0.0));
+    }
+    // The same shapes and ubatches on both backends, rvl's device, the big cores on the CPU.
+    let calls = std::fs::read_to_string(format!("{}.calls", tbo.display())).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    // Type by type, the quantised first, each over the ubatches.
+    assert!(
+        lines[0].starts_with(
+            "perf --mul-mat q4_0:128:8:64,q4_0:64:8:64,q4_0:160:8:64,q4_0:64:8:160,q4_0:128:16:64,"
+        ),
+        "{calls}"
+    );
+    assert!(lines[0].contains(",f32:64:16:160 -b "), "{calls}");
+    assert!(lines[0].ends_with(" -b Vulkan0 --perf-ms 50"), "{calls}");
+    assert!(lines[1].contains(" -b CPU --perf-ms 50 -t "), "{calls}");
+    // People get the three columns side by side.
+    let human = rvl(&base)
+        .args(&["--precision", "fp32", "--test-backend-ops"])
+        .arg(&tbo)
+        .run()
+        .expect_code(exit::OK);
+    let s = human.stdout();
+    assert!(
+        s.contains("side by side, one layer's GEMMs, each product alone (GFLOP/s): rvl's best kernels | llama.cpp's Vulkan kernels | llama.cpp's CPU backend ("),
+        "{human}"
+    );
+    let row = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("8  fp32 (f32)"))
+        .unwrap_or_else(|| panic!("no ubatch 8 fp32 row: {human}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells.len(), 7, "{row}");
+    assert!(cells[3..6].iter().all(|c| *c != "-"), "{row}");
+    assert!(s.contains("CPU t/s: llama.cpp's CPU backend"), "{human}");
+    assert!(
+        s.contains("llama.cpp's CPU repacked the q4_0 weights") || !s.contains("q4_0 (q4_0)"),
+        "{human}"
+    );
+}
+
+#[test]
+fn without_llama_cpp_the_cpu_column_says_it_is_an_fp32_sgemm_not_llama_cpps_path() {
+    if !vulkan_present() {
+        return;
+    }
+    let base = ["smoke-bench", "--model", "tiny", "--ubatch", "8", "--quick"];
+    let doc = rvl(&base)
+        .arg("--json")
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(doc["cpu_baseline"]["source"], "matrixmultiply");
+    assert!(doc["llama_cpp"]["tool"].is_null());
+    assert!(doc["llama_cpp"]["not_run"]
+        .as_str()
+        .unwrap()
+        .contains("sudo rvl setup --only llama-cpp"));
+    assert_eq!(
+        doc["ubatches"][0]["cpu_baseline"]["source"],
+        "matrixmultiply"
+    );
+    let out = rvl(&base).run().expect_code(exit::OK);
+    for needle in [
+        "CPU t/s: matrixmultiply's fp32 sgemm on ",
+        "not llama.cpp's quantised CPU path",
+        "llama.cpp side by side: not run (rvl's llama.cpp is not installed",
+    ] {
+        assert!(out.stdout().contains(needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
 fn human_run_prints_progress_on_stderr() {
     if !vulkan_present() {
         return;

@@ -54,10 +54,28 @@ fn a_mistyped_board_gets_the_same_suggestion_from_doctor_and_setup() {
             .to_string()
     };
     let d = sentence(doctor.stderr());
-    assert!(d.contains("did you mean `boltzmann`?"), "{d}");
+    assert!(
+        d.contains("did you mean `boltzmann` (Radxa ROCK 5 ITX / ITX+)?"),
+        "{d}"
+    );
     assert_eq!(
         d,
         sentence(setup.stderr()),
         "doctor and setup word it differently"
     );
+}
+
+#[test]
+fn a_mistyped_step_or_check_gets_did_you_mean() {
+    let root = common::fixture_dir("boltzmann-mainline");
+    rvl(&["setup", "--dry-run", "--only", "kernal"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown step `kernal`, did you mean `kernel`?");
+    rvl(&["doctor", "--only", "firmwar"])
+        .root(&root)
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("unknown check `firmwar`, did you mean `firmware`?");
 }

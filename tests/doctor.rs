@@ -15,11 +15,15 @@ fn doctor(root: impl AsRef<Path>) -> Rvl {
 }
 
 /// The same on a checked-in fixture root, with the stub manifest: it makes the fixtures' 24-byte
-/// firmware stubs "known releases".
+/// firmware stubs "known releases". Both are named relative to the checkout, as a person would
+/// type them there, so the fixes (which repeat `--root` and `--manifest`) read the same in
+/// every checkout and in the snapshots.
 fn doctor_on(name: &str) -> Rvl {
-    doctor(fixture_dir(name))
-        .arg("--manifest")
-        .arg(fixture_file("stub-manifest.yaml"))
+    assert!(fixture_dir(name).is_dir());
+    rvl(&["doctor", "--no-vulkan", "--json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .root(format!("tests/fixtures/roots/{name}"))
+        .args(&["--manifest", "tests/fixtures/stub-manifest.yaml"])
 }
 
 /// Run, check the exit status, return the JSON document.
@@ -168,7 +172,7 @@ const SCENARIOS: &[Scenario] = &[
             (
                 "llama-cpp",
                 "fix",
-                &["sudo rvl setup --board boltzmann --only llama-cpp"],
+                &["rvl setup --root tests/fixtures/roots/boltzmann-mainline --board boltzmann --manifest tests/fixtures/stub-manifest.yaml --only llama-cpp"],
             ),
         ],
     },
@@ -182,7 +186,9 @@ const SCENARIOS: &[Scenario] = &[
             &[
                 "llama.cpp 0.3.36",
                 "/opt/rvl/llama.cpp-0.3.36-rvl1",
-                "patch level 2/2",
+                // n/n: the fixture's stamp lists the whole series (checked below by count).
+                "(patch level ",
+                "Mali tiles patch in",
             ],
         )],
     },
@@ -227,7 +233,7 @@ const SCENARIOS: &[Scenario] = &[
                 "kernel",
                 "fix",
                 &[
-                    "sudo rvl setup --board boltzmann --only kernel",
+                    "rvl setup --root tests/fixtures/roots/boltzmann-vendor-kbase --board boltzmann --manifest tests/fixtures/stub-manifest.yaml --only kernel",
                     "boots 7.0.0-rc3-marfrit-A1",
                 ],
             ),
@@ -249,7 +255,7 @@ const SCENARIOS: &[Scenario] = &[
             (
                 "gpu-driver",
                 "fix",
-                &["sudo rvl setup --board ampere --only gpu-overlay"],
+                &["rvl setup --root tests/fixtures/roots/ampere-gpu-disabled --board ampere --manifest tests/fixtures/stub-manifest.yaml --only gpu-overlay"],
             ),
         ],
     },
@@ -337,6 +343,44 @@ const SCENARIOS: &[Scenario] = &[
         says: &[
             ("gpu-driver", "summary", &["fb000000.gpu-panthor"]),
             ("render-node", "summary", &["/dev/dri/renderD129"]),
+        ],
+    },
+    // Turing RK1 on a mainline kernel whose RK1 device tree enables &gpu: the healthy stack.
+    Scenario {
+        root: "turing-rk1-mainline",
+        code: exit::OK,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "pass"),
+            ("gpu-driver", "pass"),
+            ("render-node", "pass"),
+            ("firmware", "pass"),
+            ("vulkan-icd", "pass"),
+        ],
+        says: &[("board", "summary", &["profile turing-rk1"])],
+    },
+    // Turing RK1 on 6.12: panthor is in the kernel, but that release's RK1 DT has no &gpu block.
+    Scenario {
+        root: "turing-rk1-gpu-disabled",
+        code: exit::PROBLEMS,
+        statuses: &[
+            ("board", "pass"),
+            ("kernel", "fail"),
+            ("gpu-driver", "fail"),
+            ("render-node", "skip"),
+        ],
+        says: &[
+            (
+                "kernel",
+                "summary",
+                &["6.12.48+deb13-arm64 is older than mainline 6.13"],
+            ),
+            ("gpu-driver", "summary", &["/gpu@fb000000 is disabled"]),
+            (
+                "gpu-driver",
+                "fix",
+                &["boot mainline ≥ 6.13", "mali-supply = <&vdd_gpu_s0>"],
+            ),
         ],
     },
 ];
@@ -473,9 +517,9 @@ fn human_output_is_short_plain_and_has_fixes() {
     );
     assert!(lines.iter().any(|l| l.starts_with("✓ board")), "{text}");
     assert!(
-        lines.iter().any(|l| l
-            .trim_start()
-            .starts_with("fix: add the rockchip-rk3588-panthor-gpu.dtbo")),
+        lines.iter().any(|l| l.trim_start().starts_with(
+            "fix: on the board that boots this image: add the rockchip-rk3588-panthor-gpu.dtbo"
+        )),
         "{text}"
     );
     assert!(
@@ -731,7 +775,8 @@ fn boot_default_reboot_pending_and_u_boot_menu_drift() {
     let doc = boot_default(&fx);
     expect_check(&doc, "boot-default", "warn", "reboot");
     let c = check(&doc, "boot-default");
-    assert_eq!(c["fix"], "sudo reboot");
+    // For an image, the reboot is the board's: pasted here it would restart this machine.
+    assert_eq!(c["fix"], "on the board that boots this image: sudo reboot");
     // …and u-boot-menu would write l1 back on the next kernel install.
     says(&c["evidence"].to_string(), &["U_BOOT_DEFAULT=l1"]);
 
@@ -806,7 +851,9 @@ fn armbian_vendor_layout_gets_the_armbian_env_fix() {
         .stdout_json();
     let f = fix(&doc, "gpu-driver");
     assert!(
-        f.starts_with("add panthor-gpu to overlays= in /boot/armbianEnv.txt"),
+        f.starts_with(
+            "on the board that boots this image: add panthor-gpu to overlays= in /boot/armbianEnv.txt"
+        ),
         "{f}"
     );
 }
@@ -993,6 +1040,15 @@ fn vulkan_icd_names_rvls_panvk_and_whether_its_build_carries_the_queue_tls_serie
     );
 }
 
+/// Patches in rvl's llama.cpp series (patches/llama.cpp/series).
+fn llama_series_len() -> usize {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/llama.cpp/series"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count()
+}
+
 /// Doctor's llama-cpp check alone on a copy of boltzmann-mainline.
 fn llama_check(fx: &Fixture) -> Value {
     let doc = report(doctor(fx).args(&["--only", "llama-cpp"]), exit::OK);
@@ -1009,7 +1065,7 @@ fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_on
         &[
             "llama.cpp 0.3.36",
             LLAMA_PREFIX,
-            "patch level 2/2",
+            &format!("patch level {n}/{n}", n = llama_series_len()),
             "Mali tiles patch in",
         ],
     );
@@ -1019,6 +1075,7 @@ fn llama_cpp_passes_with_rvls_patched_build_and_says_under_root_it_read_files_on
         &[
             "0001-vulkan-mali-non-spilling-matmul-tiles.patch: applied",
             "bin/llama-bench: executable",
+            "bin/test-backend-ops: executable (smoke-bench's llama.cpp CPU and Vulkan columns",
             "under --root: files only",
         ],
     );
@@ -1034,8 +1091,10 @@ fn llama_cpp_warns_when_only_a_stock_llama_server_is_on_the_system() {
     );
     says(
         c["fix"].as_str().unwrap(),
-        &["sudo rvl setup", "--only llama-cpp"],
+        &["rvl setup --root ", "--only llama-cpp"],
     );
+    // A tree the user owns needs no sudo; and the fix changes that tree, not this machine.
+    assert!(!c["fix"].as_str().unwrap().contains("sudo"), "{c:#}");
 }
 
 #[test]
@@ -1057,7 +1116,10 @@ fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
     assert_eq!(c["status"], "warn", "{c:#}");
     says(
         c["summary"].as_str().unwrap(),
-        &["without rvl's Mali tiles patch", "0/2"],
+        &[
+            "without rvl's Mali tiles patch",
+            &format!("0/{}", llama_series_len()),
+        ],
     );
     fx.remove(&format!("{}/bin/llama-server", &LLAMA_PREFIX[1..]));
     let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::PROBLEMS);
@@ -1069,7 +1131,30 @@ fn llama_cpp_build_without_the_tiles_patch_or_a_binary_is_named() {
     );
     says(
         c["fix"].as_str().unwrap(),
-        &["sudo rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+        &["rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
+    );
+}
+
+#[test]
+fn a_patched_build_without_test_backend_ops_warns_that_smoke_bench_loses_llama_cpp_and_the_check() {
+    let fx = Fixture::copy("llama-patched");
+    fx.remove(&format!("{}/bin/test-backend-ops", &LLAMA_PREFIX[1..]));
+    let c = llama_check(&fx);
+    assert_eq!(c["status"], "warn", "{c:#}");
+    says(
+        c["summary"].as_str().unwrap(),
+        &[
+            "without test-backend-ops",
+            "llama.cpp's kernels beside rvl's",
+        ],
+    );
+    says(
+        &c["evidence"].to_string(),
+        &["bin/test-backend-ops: missing or not executable"],
+    );
+    says(
+        c["fix"].as_str().unwrap(),
+        &["rm -rf", LLAMA_PREFIX, "--only llama-cpp"],
     );
 }
 
@@ -1209,5 +1294,41 @@ fn vulkan_icd_names_the_release_that_blocks_the_mesa_step_instead_of_a_command_s
         "{blocked}"
     );
     assert!(blocked.contains("upgrade the image"), "{blocked}");
+    assert!(
+        !blocked.contains("rvl setup"),
+        "setup would refuse it: {blocked}"
+    );
     assert_eq!(doc["inventory"]["os"]["version_id"], "11", "{doc:#}");
+}
+
+#[test]
+fn a_prefill_record_with_wrong_gpu_results_is_gathered_for_vulkan_device_and_links_are_not_followed(
+) {
+    let fx = Fixture::copy("llama-patched");
+    fx.write("etc/environment", "HOME=/home/u\n");
+    common::prefill::record_wrong_results(
+        "qwen.gguf",
+        "16,128",
+        "128",
+        &fx.join("home/u/.local/state"),
+    );
+    // A link in the records directory to a record elsewhere is not read.
+    std::os::unix::fs::symlink(
+        fx.join("home/u/.local/state/rvl/prefill/qwen.gguf.json"),
+        fx.join("home/u/.local/state/rvl/prefill/linked.gguf.json"),
+    )
+    .unwrap();
+    let doc = report(doctor(&fx).args(&["--only", "llama-cpp"]), exit::OK);
+    let wrong = &doc["inventory"]["llama"]["wrong_results"];
+    assert_eq!(wrong.as_array().map(Vec::len), Some(1), "{wrong:#}");
+    assert_eq!(
+        wrong[0]["record"],
+        "/home/u/.local/state/rvl/prefill/qwen.gguf.json"
+    );
+    assert_eq!(wrong[0]["model"], "qwen.gguf");
+    assert_eq!(wrong[0]["ubatches"], serde_json::json!([128]));
+    assert!(wrong[0]["first_failure"]
+        .as_str()
+        .unwrap()
+        .starts_with("MUL_MAT(type_a=f16,m=128,n=128,k=128): [MUL_MAT] ERR"));
 }

@@ -330,3 +330,25 @@ fn a_redirect_to_a_file_url_names_where_it_pointed() {
     assert_eq!(server.hits("/r"), 1, "not retried");
     assert_empty(dir.path());
 }
+
+#[test]
+fn a_refused_connection_is_not_retried() {
+    // A port on loopback nothing listens on: refused at once, as offline is.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/a.bin");
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        attempts: 4,
+        backoff: Duration::from_secs(30),
+        ..opts()
+    };
+    // Four tries with a 30 s back-off would take minutes; one try takes none of it.
+    let err = fetch::download(&req(&url, b"x"), &dir.path().join("a.bin"), &o).unwrap_err();
+    assert!(err.is_unreachable(), "{err:?}");
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+    assert_empty(dir.path());
+}

@@ -309,6 +309,7 @@ fn fuzz_llama_bench_output_and_saved_prefill_json() {
         let _ = rvl::prefill::parse::parse_output(&t, 512);
         let _ = rvl::prefill::parse::classify(
             rvl::prefill::report::Side::Gpu,
+            t.len() % 2 == 0,
             512,
             &rvl::prefill::parse::Ended::Exit(0),
             &t,
@@ -325,7 +326,8 @@ fn fuzz_llama_bench_output_and_saved_prefill_json() {
     assert!(rvl::prefill::saved::parse(std::str::from_utf8(saved).unwrap(), "seed").is_ok());
     fuzz_seeds("saved-prefill", vec![saved.to_vec()], |b| {
         if let Ok(r) = rvl::prefill::saved::parse(&text(b), "fuzz.json") {
-            let _ = rvl::prefill::saved::serve_ubatch(&r, "m.gguf", "/opt/rvl/llama.cpp-1-rvl1");
+            let _ =
+                rvl::prefill::saved::serve_ubatch(&r, "m.gguf", "/opt/rvl/llama.cpp-1-rvl1", &[]);
         }
     });
 }

@@ -93,10 +93,38 @@ fn serve_documents_follow_the_schema() {
     common::plant_llama(&fx, "/opt/rvl/llama.cpp-0.3.36-rvl1", true);
     let doc = print(&fx);
     assert_eq!(doc["command"], "serve");
+    assert_eq!(doc["role"], "llama-server");
     assert_eq!(
         doc["argv"][0],
         "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/llama-server"
     );
+    let head = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "m.gguf",
+            "--rpc",
+            "10.0.0.2:50052",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(head["rpc"], serde_json::json!(["10.0.0.2:50052"]));
+    let worker = checked(rvl(&["serve", "--print", "--json", "--rpc-worker"]).root(&fx));
+    assert_eq!(worker["role"], "rpc-worker");
+    assert_eq!(worker["listen"], "127.0.0.1:50052");
+    let wildcard = checked(
+        rvl(&[
+            "serve",
+            "--print",
+            "--json",
+            "--rpc-worker",
+            "--host",
+            "0.0.0.0",
+        ])
+        .root(&fx),
+    );
+    assert_eq!(wildcard["error"]["kind"], "usage");
 }
 
 #[cfg(feature = "bench")]
@@ -107,6 +135,26 @@ fn smoke_bench_documents_follow_the_schema() {
     }
     let sweep = checked(rvl(common::TINY_BENCH_JSON));
     assert_eq!(sweep["command"], "smoke-bench");
+    // With llama.cpp's columns (a stand-in test-backend-ops) and its CPU as the baseline.
+    let d = tempfile::tempdir().unwrap();
+    let tbo = common::prefill::stand_in_tbo(d.path());
+    let beside = checked(
+        rvl(&[
+            "smoke-bench",
+            "--model",
+            "tiny",
+            "--ubatch",
+            "8",
+            "--quick",
+            "--precision",
+            "fp32",
+            "--json",
+            "--test-backend-ops",
+        ])
+        .arg(&tbo),
+    );
+    assert_eq!(beside["cpu_baseline"]["source"], "llama_cpp");
+    assert!(!beside["llama_cpp"]["gemms"].as_array().unwrap().is_empty());
     // --max-clock on a fake devfreq node: the clock_pin record follows the schema too.
     let tree = tempfile::tempdir().unwrap();
     let node = tree.path().join("sys/class/devfreq/fb000000.gpu");
@@ -250,6 +298,17 @@ fn smoke_bench_gguf_documents_follow_the_schema_ok_failed_and_compared() {
     assert!(compared["comparison"]["rows"].is_array());
     let usage = checked(b.rvl(&["--prompt", "0", "--json"]));
     assert_eq!(usage["error"]["kind"], "usage");
+    // A model with a tensor table: each GPU ubatch checked first, one with wrong results.
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let wrong = checked(
+        b.rvl(&["--ubatch", "16,64", "--json"])
+            .env("TBO_WRONG_AT", "64"),
+    );
+    assert_eq!(wrong["prefill"]["ubatches"][0]["check"]["status"], "passed");
+    assert_eq!(
+        wrong["prefill"]["ubatches"][1]["gpu"]["status"],
+        "wrong_results"
+    );
     // With the G610 lab prediction's points (a tensor table of Mali weight types).
     std::fs::write(
         &b.model,
@@ -305,10 +364,22 @@ fn setup_documents_follow_the_schema() {
     let status = run(&["--status", "--json"]);
     assert_eq!(status["mode"], "status");
     assert_eq!(status["applied"].as_array().unwrap().len(), 1);
-    let planned = run(&["--rollback", "--dry-run", "--json"]);
+    let cache = fx.parent().join("cache");
+    let cache = cache.to_str().unwrap();
+    let downloaded = run(&[
+        "--download-only",
+        "--cache",
+        cache,
+        "--only",
+        "firmware",
+        "--json",
+    ]);
+    assert_eq!(downloaded["mode"], "download");
+    assert_eq!(downloaded["files"][0]["fetched"], true);
+    let planned = run(&["--rollback", "--yes", "--dry-run", "--json"]);
     assert_eq!(planned["dry_run"], true);
     assert_eq!(planned["runs"][0]["paths"][0]["action"], "restore");
-    let rolled = run(&["--rollback", "--json"]);
+    let rolled = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(rolled["mode"], "rollback");
     let status = run(&["--status", "--json"]);
     assert_eq!(status["rolled_back"].as_array().unwrap().len(), 1);
@@ -318,9 +389,9 @@ fn setup_documents_follow_the_schema() {
     let mut text = std::fs::read_to_string(&ext).unwrap();
     text.push_str("label mine\n\tlinux /boot/vmlinuz-mine\n");
     std::fs::write(&ext, text).unwrap();
-    let dep = run(&["--rollback", "--run", "nope", "--json"]);
+    let dep = run(&["--rollback", "--yes", "--run", "nope", "--json"]);
     assert_eq!(dep["error"]["kind"], "usage");
-    let rolled = run(&["--rollback", "--json"]);
+    let rolled = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(
         rolled["exit_code"], 0,
         "extlinux's default is undone line-wise: {rolled}"
@@ -332,7 +403,7 @@ fn setup_documents_follow_the_schema() {
     text.push_str("# mine\n");
     std::fs::write(&ext, text).unwrap();
     std::fs::remove_file(fx.path().join("boot/vmlinuz-6.1.75-npu-port")).unwrap();
-    let refused = run(&["--rollback", "--json"]);
+    let refused = run(&["--rollback", "--yes", "--json"]);
     assert_eq!(refused["exit_code"], rvl::exit::ROLLBACK_INCOMPLETE);
     assert_eq!(refused["refused"][0], "/boot/extlinux/extlinux.conf");
     assert!(refused["runs"][0]["paths"][0]["reason"]

@@ -4,7 +4,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-use common::fixture_dir;
+use common::{fixture_dir, rvl};
 
 /// `rvl doctor | head -1`: the reader goes away before rvl writes. rvl must not report a
 /// broken pipe as an error or a bug; it ends with the verb's own status.
@@ -66,4 +66,24 @@ fn control_bytes_from_the_image_are_escaped_for_people_and_kept_in_json() {
         json.to_string().contains(r"evil\u001b]0;pwned\u0007"),
         "{json}"
     );
+}
+
+#[test]
+fn under_lang_c_human_output_is_ascii() {
+    let out = rvl(&["doctor", "--no-vulkan"])
+        .root(fixture_dir("boltzmann-mainline"))
+        .args(&["--manifest", "tests/fixtures/stub-manifest.yaml"])
+        .env("LANG", "C")
+        .run();
+    let text = out.stdout();
+    assert!(text.is_ascii(), "non-ASCII under LANG=C:\n{text}");
+    assert!(text.contains("ok board"), "{text}");
+    // A UTF-8 locale keeps the signs (LC_ALL comes first).
+    let utf8 = rvl(&["doctor", "--no-vulkan"])
+        .root(fixture_dir("boltzmann-mainline"))
+        .args(&["--manifest", "tests/fixtures/stub-manifest.yaml"])
+        .env("LANG", "C")
+        .env("LC_ALL", "en_US.UTF-8")
+        .run();
+    assert!(utf8.stdout().contains("✓ board"), "{utf8}");
 }

@@ -3,74 +3,16 @@
 //! `scripts/llama-vulkan/build.sh`) on a random-weight llama GGUF that rvl's writer
 //! (`rvl::gguf`) generates, on lavapipe and on the CPU.
 //!
-//! Needs `RVL_LLAMA_BENCH=PATH` (CI sets it to the script's output). Without it the tests
-//! print SKIPPED, unless `RVL_REQUIRE_LLAMA=1` (CI) makes that a failure, so they cannot
-//! pass vacuously. The vocab comes from the same tree (`RVL_LLAMA_VOCAB`, else the tree the
+//! Needs `RVL_LLAMA_BENCH=PATH` (CI sets it to the script's output) and the patched
+//! `test-backend-ops` beside it (the script builds both), for the correctness check and the GEMM
+//! bench's llama.cpp columns. Without them the tests print SKIPPED, unless `RVL_REQUIRE_LLAMA=1`
+//! (CI) makes that a failure, so they cannot pass vacuously. The vocab comes from the same tree (`RVL_LLAMA_VOCAB`, else the tree the
 //! script built from: BUILD_KEY/src/models/ggml-vocab-llama-spm.gguf).
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
+use common::llama::{llama, tiny_model};
 use rvl::exit;
-use rvl::gguf::llama_model::{tokenizer_metadata, write_model, LlamaParams, Model};
-use rvl::gguf::read;
-
-struct Llama {
-    bench: PathBuf,
-    vocab: PathBuf,
-}
-
-fn llama() -> Option<Llama> {
-    let require = std::env::var("RVL_REQUIRE_LLAMA").is_ok_and(|v| v == "1");
-    let Some(bench) = std::env::var_os("RVL_LLAMA_BENCH").map(PathBuf::from) else {
-        if require {
-            panic!("RVL_REQUIRE_LLAMA=1 but RVL_LLAMA_BENCH is not set (scripts/llama-vulkan/build.sh prints it)");
-        }
-        eprintln!("SKIPPED: RVL_LLAMA_BENCH is not set; set RVL_REQUIRE_LLAMA=1 to make this fail");
-        return None;
-    };
-    assert!(
-        bench.is_file(),
-        "RVL_LLAMA_BENCH={} is not a file",
-        bench.display()
-    );
-    // build.sh's layout: KEY/build/bin/llama-bench beside KEY/src (the patched tree)
-    let vocab = std::env::var_os("RVL_LLAMA_VOCAB")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            bench
-                .ancestors()
-                .nth(3)
-                .unwrap_or(Path::new("/"))
-                .join("src/models/ggml-vocab-llama-spm.gguf")
-        });
-    assert!(
-        vocab.is_file(),
-        "no vocab file at {} (set RVL_LLAMA_VOCAB)",
-        vocab.display()
-    );
-    Some(Llama { bench, vocab })
-}
-
-/// The tiny model (2 layers, hidden 128, f16) in a temp dir, and its parameter count.
-fn tiny_model(l: &Llama, dir: &Path) -> (PathBuf, u64) {
-    let bytes = std::fs::read(&l.vocab).unwrap();
-    let vocab = read::parse(&bytes, true).unwrap();
-    let tokenizer = tokenizer_metadata(&vocab).unwrap();
-    let p = LlamaParams::default();
-    let params = Model::describe(&p, tokenizer.clone())
-        .unwrap()
-        .tensors
-        .iter()
-        .map(|t| t.dims.iter().product::<u64>())
-        .sum();
-    let path = dir.join("tiny.gguf");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    write_model(&mut f, &p, tokenizer).unwrap();
-    drop(f);
-    (path, params)
-}
 
 #[test]
 fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubatch_16_and_64() {
@@ -133,4 +75,82 @@ fn smoke_bench_gguf_measures_the_generated_model_on_lavapipe_and_the_cpu_at_ubat
     let best = p["best_gpu_ubatch"].as_u64().unwrap();
     assert!(best == 16 || best == 64, "{out}");
     assert_eq!(doc["exit_code"], exit::OK);
+    // The real test-backend-ops checked lavapipe's matmuls at the model's four matrices against
+    // llama.cpp's CPU before each GPU run, and they passed.
+    assert_eq!(
+        p["check_tool"]["path"],
+        l.bin("test-backend-ops").to_str().unwrap(),
+        "{out}"
+    );
+    assert_eq!(
+        p["check_tool"]["shapes"],
+        serde_json::json!([
+            "f16 128x128",
+            "f16 384x128",
+            "f16 128x384",
+            "f16 128x32000 (LM head)"
+        ])
+    );
+    for r in rows {
+        let c = &r["check"];
+        assert_eq!(c["status"], "passed", "ubatch {}: {c:#}", r["ubatch"]);
+        assert_eq!(
+            (c["cases"].as_u64(), c["passed"].as_u64()),
+            (Some(4), Some(4))
+        );
+        eprintln!(
+            "ubatch {}: check {:.2} s ({})",
+            r["ubatch"],
+            c["seconds"].as_f64().unwrap(),
+            c["argv"]
+        );
+    }
+}
+
+/// The GEMM bench with llama.cpp's real columns: test-backend-ops perf at the tiny preset's
+/// shapes on lavapipe (llama.cpp's Vulkan kernels) and on its CPU backend.
+#[cfg(feature = "bench")]
+#[test]
+fn smoke_bench_sets_llama_cpps_real_cpu_and_vulkan_products_beside_rvls_kernels() {
+    let Some(l) = llama() else { return };
+    let out = common::rvl(&[
+        "smoke-bench",
+        "--model",
+        "tiny",
+        "--ubatch",
+        "16",
+        "--quick",
+        "--precision",
+        "fp32,q4_0",
+        "--json",
+        "--test-backend-ops",
+    ])
+    .arg(l.bin("test-backend-ops"))
+    .run()
+    .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    assert_eq!(doc["cpu_baseline"]["source"], "llama_cpp", "{out}");
+    let runs = doc["llama_cpp"]["runs"].as_array().unwrap();
+    for r in runs {
+        assert_eq!(r["error"], serde_json::Value::Null, "{r:#}");
+    }
+    assert!(
+        runs[0]["device"].as_str().unwrap().contains("llvmpipe"),
+        "{out}"
+    );
+    let layers = doc["ubatches"][0]["llama_cpp"].as_array().unwrap();
+    for (backend, t) in [
+        ("vulkan", "f32"),
+        ("vulkan", "q4_0"),
+        ("cpu", "f32"),
+        ("cpu", "q4_0"),
+    ] {
+        let x = layers
+            .iter()
+            .find(|x| x["backend"] == backend && x["ggml_type"] == t)
+            .unwrap_or_else(|| panic!("{backend} {t}: {out}"));
+        let g = x["gflops"].as_f64().unwrap();
+        assert!(g > 0.0 && g.is_finite(), "{x}");
+        eprintln!("llama.cpp {backend} {t}: {g:.2} GFLOP/s a layer");
+    }
 }

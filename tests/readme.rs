@@ -256,3 +256,29 @@ fn the_readme_cites_no_file_outside_the_repository() {
         }
     }
 }
+
+#[test]
+fn the_board_table_lists_every_profile_with_its_matches_and_aliases() {
+    let text = std::fs::read_to_string(README).unwrap();
+    let profiles = rvl::profile::Profiles::builtin().unwrap();
+    let ticked = |v: &[String]| {
+        v.iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for p in profiles.all() {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", p.id)))
+            .unwrap_or_else(|| panic!("README's board table has no row for {}", p.id));
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells[2], ticked(&p.matches), "{row}");
+        let aliases = if p.aliases.is_empty() {
+            "—".to_string()
+        } else {
+            ticked(&p.aliases)
+        };
+        assert_eq!(cells[3], aliases, "{row}");
+    }
+}

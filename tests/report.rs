@@ -34,7 +34,77 @@ fn board() -> Fixture {
         "proc/cmdline",
         format!("root=UUID=x hostname={HOST} quiet\n"),
     );
+    fx.write(
+        "etc/os-release",
+        "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n",
+    );
+    fx.write(
+        "var/lib/dpkg/status",
+        "Package: bash\nStatus: install ok installed\nArchitecture: arm64\nVersion: 5.2.15-2\n\n\
+         Package: mesa-vulkan-drivers\nStatus: install ok installed\nArchitecture: arm64\nVersion: 22.3.6-1+deb12u1\n\n\
+         Package: linux-image-7.0.0-rc3-marfrit-a1\nStatus: install ok installed\nArchitecture: arm64\nVersion: 7.0.0-1\n",
+    );
     fx
+}
+
+/// Every entry's modification time (seconds since the epoch), by name.
+fn mtimes(archive: &Path) -> BTreeMap<String, u64> {
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
+    let mut tar = tar::Archive::new(gz);
+    tar.entries()
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.path().unwrap().to_string_lossy().into_owned(),
+                e.header().mtime().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_bundle_carries_what_a_triager_needs_with_real_dates() {
+    let fx = board();
+    // A boot config last changed at a known time.
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_764_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(fx.join("boot/extlinux/extlinux.conf"))
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+    let out_file = fx.parent().join("bug.tar.gz");
+    rvl(&["report", "--no-vulkan", "-o"])
+        .arg(&out_file)
+        .root(&fx)
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout("packages.txt")
+        .expect_stdout("doctor.txt");
+    let files = unpack(&out_file);
+    assert!(files["rvl-report/files/etc/os-release"].contains("VERSION_ID=\"12\""));
+    assert_eq!(
+        files["rvl-report/packages.txt"],
+        "linux-image-7.0.0-rc3-marfrit-a1:arm64 7.0.0-1\nmesa-vulkan-drivers:arm64 22.3.6-1+deb12u1\n"
+    );
+    // Doctor as a person reads it, evidence included.
+    let text = &files["rvl-report/doctor.txt"];
+    assert!(text.starts_with("rvl doctor:"), "{text}");
+    assert!(text.contains("passed"), "{text}");
+    let dates = mtimes(&out_file);
+    assert_eq!(
+        dates["rvl-report/files/boot/extlinux/extlinux.conf"],
+        1_764_000_000
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        dates["rvl-report/doctor.json"] + 3600 > now,
+        "what the report made is dated now: {dates:?}"
+    );
 }
 
 /// Every file of a `.tar.gz`, by name.

@@ -123,10 +123,12 @@ fn a_missing_prefix_is_refused_with_the_setup_fix() {
     let fx = ready_root();
     let out = serve(&fx, &[]).run().expect_code(exit::PROBLEMS);
     assert!(out.stdout().is_empty(), "{out}");
-    for needle in [
-        "rvl's llama.cpp is not installed",
-        "sudo rvl setup --only llama-cpp",
-    ] {
+    // The fix installs into the tree serve looked at (owned by the user: no sudo).
+    let fix = format!(
+        "fix: rvl setup --root {} --board boltzmann --only llama-cpp",
+        fx.path().display()
+    );
+    for needle in ["rvl's llama.cpp is not installed", fix.as_str()] {
         assert!(out.stderr().contains(needle), "{needle:?}: {out}");
     }
     let doc = serve(&fx, &[])
@@ -235,6 +237,33 @@ fn the_fastest_ubatch_that_ran_in_the_models_recorded_prefill_run_wins_over_the_
 }
 
 #[test]
+fn a_ubatch_with_wrong_gpu_results_is_never_served_even_when_it_was_the_fastest() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    // The stand-in's GPU rate grows with the ubatch, so 256 would win; its check fails.
+    common::prefill::record_wrong_results("qwen 3b.gguf", "16,64,256", "256", &fx.join("state"));
+    let rel = "state/rvl/prefill/qwen 3b.gguf.json";
+    let mut doc: serde_json::Value = serde_json::from_str(&fx.read(rel)).unwrap();
+    assert_eq!(
+        doc["prefill"]["ubatches"][2]["gpu"]["status"],
+        "wrong_results"
+    );
+    doc["prefill"]["llama_bench"]["rvl_prefix"] = serde_json::json!(PREFIX);
+    fx.write(rel, serde_json::to_vec_pretty(&doc).unwrap());
+    let out = serve(&fx, &[])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().contains(" --ubatch-size 64\n"), "{out}");
+    assert!(
+        out.stderr().contains(
+            "rvl serve: never ubatch 256: wrong results on the GPU in /state/rvl/prefill/qwen 3b.gguf.json (MUL_MAT(type_a=f16,m=128,n=256,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000)"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_damaged_record_is_ignored_with_a_warning_and_the_build_rule_applies() {
     let fx = ready_root();
     plant_llama(&fx, PREFIX, false);
@@ -266,6 +295,201 @@ fn a_record_measured_with_another_llama_cpp_build_is_not_taken() {
     assert!(
         out.stderr().contains(
             "not taking the ubatch from /state/rvl/prefill/qwen 3b.gguf.json: it measured /opt/rvl/llama.cpp-0.3.36-rvl2, not /opt/rvl/llama.cpp-0.3.36-rvl1"
+        ),
+        "{out}"
+    );
+}
+
+const WORKER: &str = "/opt/rvl/llama.cpp-0.3.36-rvl1/bin/ggml-rpc-server";
+
+fn worker(fx: &Fixture, args: &[&str]) -> Rvl {
+    rvl(&["serve", "--print", "--rpc-worker"])
+        .root(fx)
+        .args(args)
+}
+
+#[test]
+fn a_worker_listens_on_loopback_with_the_vulkan_device_and_rvls_environment() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let out = worker(&fx, &[]).run().expect_code(exit::OK);
+    assert_eq!(
+        out.stdout(),
+        format!("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json {WORKER} --host 127.0.0.1 --port 50052 --device Vulkan0\n")
+    );
+    assert!(
+        out.stderr()
+            .contains("listens on 127.0.0.1:50052, this board only"),
+        "{out}"
+    );
+    let doc = worker(&fx, &["--json", "--port", "50100", "--", "-c"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(doc["role"], "rpc-worker");
+    assert_eq!(doc["listen"], "127.0.0.1:50100");
+    assert_eq!(
+        doc["argv"],
+        serde_json::json!([
+            WORKER,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "50100",
+            "--device",
+            "Vulkan0",
+            "-c"
+        ])
+    );
+    assert!(doc.get("ubatch_from").is_none() && doc.get("rpc").is_none());
+}
+
+#[test]
+fn a_named_address_is_taken_and_the_missing_authentication_is_said() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let out = worker(&fx, &["--host", "192.168.1.11", "--port", "50053"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        out.stdout()
+            .ends_with(" --host 192.168.1.11 --port 50053 --device Vulkan0\n"),
+        "{out}"
+    );
+    assert!(out.stderr().contains("no authentication"), "{out}");
+}
+
+#[test]
+fn every_wildcard_address_is_refused_without_allow_network_and_the_refusal_says_why() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    for host in ["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"] {
+        let out = worker(&fx, &["--host", host])
+            .run()
+            .expect_code(exit::USAGE);
+        assert!(out.stdout().is_empty(), "{host}: {out}");
+        for needle in ["every interface", "no authentication", "--allow-network"] {
+            assert!(out.stderr().contains(needle), "{host}: {needle:?}: {out}");
+        }
+    }
+    // Shortened forms ggml-rpc-server's inet_addr() reads as 0.0.0.0 are never taken.
+    for host in ["0", "0x0", "0.0", "127.1", "localhost"] {
+        let out = worker(&fx, &["--host", host, "--allow-network"])
+            .run()
+            .expect_code(exit::USAGE);
+        assert!(out.stderr().contains("a.b.c.d"), "{host}: {out}");
+    }
+    let out = worker(&fx, &["--host", "0.0.0.0", "--allow-network"])
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().contains(" --host 0.0.0.0 "), "{out}");
+    assert!(out.stderr().contains("every interface"), "{out}");
+}
+
+#[test]
+fn worker_flags_need_rpc_worker_and_a_worker_takes_no_model() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    for args in [
+        &["serve", "--print", "m.gguf", "--host", "1.2.3.4"][..],
+        &["serve", "--print", "m.gguf", "--allow-network"],
+        &["serve", "--print", "--rpc-worker", "m.gguf"],
+        &["serve", "--print", "--rpc-worker", "--rpc", "a:1"],
+        &["serve", "--print"],
+    ] {
+        rvl(args).root(&fx).run().expect_code(exit::USAGE);
+    }
+}
+
+#[test]
+fn a_build_from_before_rpc_is_refused_with_the_rebuild_for_worker_and_head() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    fx.remove(&WORKER[1..]);
+    let out = worker(&fx, &[]).run().expect_code(exit::PROBLEMS);
+    for needle in [
+        "ggml-rpc-server is missing",
+        "-DGGML_RPC=ON",
+        // Under --root the fix names the image's tree and repeats --root (issue 28, item 3).
+        &format!(
+            "rm -rf {}/opt/rvl/llama.cpp-0.3.36-rvl1 && rvl setup --root {}",
+            fx.path().display(),
+            fx.path().display()
+        )[..],
+        "--only llama-cpp",
+    ] {
+        assert!(out.stderr().contains(needle), "{needle:?}: {out}");
+    }
+    let out = serve(&fx, &["--rpc", "10.0.0.2:50052"])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    assert!(out.stderr().contains("has no --rpc"), "{out}");
+    // Without workers the head does not need it.
+    serve(&fx, &[]).run().expect_code(exit::OK);
+}
+
+#[test]
+fn failing_blocking_checks_refuse_a_worker_too() {
+    let fx = Fixture::copy("boltzmann-vendor-kbase");
+    plant_llama(&fx, PREFIX, true);
+    let out = worker(&fx, &[]).run().expect_code(exit::PROBLEMS);
+    assert!(
+        out.stderr()
+            .contains("refusing to start ggml-rpc-server: doctor's blocking checks fail"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_head_passes_its_workers_to_llama_server_before_the_extra_arguments() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    let out = serve(
+        &fx,
+        &[
+            "--rpc",
+            "192.168.1.11:50052,rk1-2.lan:50052",
+            "--",
+            "-ts",
+            "1,1",
+        ],
+    )
+    .run()
+    .expect_code(exit::OK);
+    assert_eq!(
+        out.stdout(),
+        format!("VK_DRIVER_FILES=/etc/vulkan/icd.d/rvl_panvk.aarch64.json {SERVER} --model '/models/qwen 3b.gguf' --n-gpu-layers 999 --ubatch-size 512 --rpc 192.168.1.11:50052,rk1-2.lan:50052 -ts 1,1\n")
+    );
+    let doc = serve(&fx, &["--rpc", "192.168.1.11:50052", "--json"])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    assert_eq!(doc["rpc"], serde_json::json!(["192.168.1.11:50052"]));
+    for bad in [
+        "0.0.0.0:50052",
+        "a:1,a:1",
+        "[::1]:50052",
+        "rk1-2",
+        "a:70000",
+    ] {
+        let out = serve(&fx, &["--rpc", bad]).run().expect_code(exit::USAGE);
+        assert!(out.stderr().contains("--rpc"), "{bad}: {out}");
+    }
+}
+
+#[test]
+fn a_ubatch_measured_on_one_board_is_not_taken_for_a_model_spread_over_workers() {
+    let fx = ready_root();
+    plant_llama(&fx, PREFIX, true);
+    record_a_prefill_run(&fx, PREFIX);
+    let out = serve(&fx, &["--rpc", "10.0.0.2:50052"])
+        .env("XDG_STATE_HOME", "/state")
+        .run()
+        .expect_code(exit::OK);
+    assert!(out.stdout().contains(" --ubatch-size 512 "), "{out}");
+    assert!(
+        out.stderr().contains(
+            "not taking the ubatch from /state/rvl/prefill/qwen 3b.gguf.json: it measured this board alone, not RPC workers 10.0.0.2:50052"
         ),
         "{out}"
     );

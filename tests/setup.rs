@@ -85,7 +85,7 @@ fn round_trip_of(fixture_name: &str, board: &str, steps: &str, check_applied: im
         "second plan not empty: {again}"
     );
 
-    b.run(&["--rollback"])
+    b.run(&["--rollback", "--yes"])
         .expect_code(exit::OK)
         .expect_stdout("rolled back");
     assert_same(&before, &snapshot(root));
@@ -360,9 +360,9 @@ fn status_lists_what_was_applied() {
 #[test]
 fn unknown_board_and_unknown_step_are_clear_errors() {
     let b = Board::new("boltzmann-extlinux");
-    b.run(&["--board", "rock5b", "--dry-run"])
+    b.run(&["--board", "rock5x", "--dry-run"])
         .expect_code(exit::USAGE)
-        .expect_stderr("no board profile `rock5b`");
+        .expect_stderr("no board profile `rock5x`");
     b.run(&["--board", "boltzmann", "--only", "kernal", "--dry-run"])
         .expect_code(exit::USAGE)
         .expect_stderr("unknown step `kernal`");
@@ -388,7 +388,7 @@ fn radxa_vendor_kernel_drops_the_kbase_overlay_and_regenerates() {
         fs::read(b.fx.join("boot/dtbo/rk3588-mali-enable.dtbo.disabled")).unwrap(),
         b"overlay"
     );
-    b.run(&["--rollback"]).expect_code(exit::OK);
+    b.run(&["--rollback", "--yes"]).expect_code(exit::OK);
     assert_same(&before, &snapshot(b.root()));
 }
 
@@ -426,28 +426,38 @@ fn prebuilt_mesa_is_unpacked_as_the_prefix_when_the_manifest_has_one() {
 #[test]
 fn refusals_that_a_plan_cannot_get_past_are_named() {
     // (what the test removes from the root, the --only and --mesa-from flags, what stderr says)
-    let cases: [(Option<&str>, &[&str], &str); 2] = [
-        // The manifest has no prebuilt Mesa.
-        (
-            None,
-            &["--only", "mesa", "--mesa-from", "prebuilt"],
-            "no prebuilt Mesa 26.1.6 for aarch64",
-        ),
-        // The ICD alone needs panvk installed first.
-        (None, &["--only", "icd"], "run the mesa step first"),
-    ];
-    for (remove, only, says) in cases {
-        let b = Board::new("boltzmann-extlinux");
-        if let Some(p) = remove {
-            b.fx.remove(p);
-        }
-        setup(&b.fx, &b.a.manifest)
-            .args(&["--board", "boltzmann", "--dry-run"])
-            .args(only)
-            .run()
-            .expect_code(exit::UNSUPPORTED)
-            .expect_stderr(says);
-    }
+    // The manifest has no prebuilt Mesa: the flag asks for what is not there (usage, not an
+    // unsupported board), and the error names the command that builds it instead.
+    let b = Board::new("boltzmann-extlinux");
+    setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--dry-run"])
+        .args(&["--only", "mesa", "--mesa-from", "prebuilt"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("no prebuilt Mesa 26.1.6 for aarch64")
+        .expect_stderr(&format!(
+            "rvl setup --root {} --board boltzmann --manifest {} --only mesa,icd",
+            b.fx.path().display(),
+            b.a.manifest.display()
+        ));
+}
+
+#[test]
+fn a_step_left_out_by_only_blocks_the_step_that_needs_it_with_the_command_for_both() {
+    // The ICD alone needs panvk installed first: a step-order block (exit 11, the rest of the
+    // plan runs), never "unsupported board" (exit 5).
+    let b = Board::new("boltzmann-extlinux");
+    setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--dry-run", "--only", "firmware,icd"])
+        .run()
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("firmware — install the G610 CSF firmware")
+        .expect_stdout("✗ icd blocked: step order: the icd step registers the panvk the mesa step builds")
+        .expect_stdout(&format!(
+            "fix: run both, mesa first: rvl setup --root {} --board boltzmann --manifest {} --only mesa,icd",
+            b.fx.path().display(),
+            b.a.manifest.display()
+        ));
 }
 
 #[test]
@@ -500,7 +510,7 @@ fn gpu_overlay_on_ampere_with_the_gpu_disabled_installs_rvls_overlay_or_is_block
     // The installed overlay enables &gpu with the board's real GPU regulator.
     check_overlay_on_the_cm5_base(&fx.join(&format!("boot/overlay-user/{CM5_OVERLAY}.dtbo")));
     setup(&fx, &a.manifest)
-        .args(&["--rollback"])
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
     assert_same(&before, &snapshot(fx.path()));
@@ -577,7 +587,7 @@ fn gpu_overlay_on_u_boot_menu_and_plain_extlinux_follows_each_layout() {
     ])
     .expect_code(exit::OK)
     .expect_stdout("nothing to do");
-    b.run(&["--rollback"]).expect_code(exit::OK);
+    b.run(&["--rollback", "--yes"]).expect_code(exit::OK);
     assert_same(&before, &snapshot(b.root()));
 
     // Plain extlinux: the kernel step's new default and the overlay line compose in one file.
@@ -619,7 +629,11 @@ fn gpu_overlay_on_a_vendor_dt_that_gives_kbase_the_gpu_is_blocked_not_nothing_to
     assert!(!out.stdout().contains("nothing to do"), "{}", out.stdout());
     out.expect_code(exit::BLOCKED)
         .expect_stdout("✗ gpu-overlay blocked: kbase owns the GPU")
-        .expect_stdout("sudo rvl setup --board boltzmann --only kernel");
+        .expect_stdout(&format!(
+            "rvl setup --root {} --board boltzmann --manifest {} --only kernel",
+            fx.path().display(),
+            a.manifest.display()
+        ));
 }
 
 #[test]
@@ -728,7 +742,9 @@ fn icd_without_panvk_installed_or_planned_is_blocked_with_the_step_order() {
     let out = b
         .run(&["--board", "boltzmann", "--only", "kernel,icd", "--yes"])
         .expect_code(exit::BLOCKED)
-        .expect_stdout("✗ icd blocked: panvk is not installed")
+        .expect_stdout(
+            "✗ icd blocked: step order: the icd step registers the panvk the mesa step builds",
+        )
         .expect_stdout("--only mesa,icd");
     // The kernel step still ran; icd wrote nothing.
     assert!(out.stdout().contains("(kernel)"), "{}", out.stdout());
@@ -738,4 +754,169 @@ fn icd_without_panvk_installed_or_planned_is_blocked_with_the_step_order() {
     assert!(roots::changed(&before, &snapshot(b.root()))
         .iter()
         .all(|p| !p.contains("vulkan")));
+}
+
+#[test]
+fn setup_refuses_a_machine_that_is_not_a_board_even_with_board() {
+    // This test runs on the machine itself (no --root): a PC in CI and here.
+    if std::env::consts::ARCH == "aarch64" && Path::new("/proc/device-tree").is_dir() {
+        eprintln!("SKIPPED: this machine is an aarch64 board with a device tree");
+        return;
+    }
+    for args in [&["--board", "boltzmann", "--dry-run"][..], &["--dry-run"]] {
+        let out = rvl(&["setup"])
+            .args(args)
+            .run()
+            .expect_code(exit::UNSUPPORTED);
+        let why = out.stderr();
+        assert!(why.contains("not an RK3588 board"), "{why}");
+        assert!(
+            why.contains("--root"),
+            "names the way to plan an image: {why}"
+        );
+        assert!(
+            out.stdout().is_empty(),
+            "no plan for this machine: {}",
+            out.stdout()
+        );
+    }
+    // An image of a board is planned from any machine.
+    let b = Board::new("boltzmann-extlinux");
+    b.run(&["--board", "boltzmann", "--only", "firmware", "--dry-run"])
+        .expect_code(exit::OK);
+}
+
+#[test]
+fn the_access_step_of_an_image_adds_the_images_user_not_the_hosts_sudo_user() {
+    let b = Board::new("boltzmann-extlinux");
+    // alice ran `sudo rvl setup --root …` on her PC; the image's login user is rock.
+    let out = setup(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--only", "access", "--yes"])
+        .env("SUDO_USER", "alice")
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        out.stdout().contains("add rock to the `render` group"),
+        "{out}"
+    );
+    let group = b.fx.read("etc/group");
+    assert!(group.contains("render:x:105:rock\n"), "{group}");
+    assert!(!group.contains("alice"), "{group}");
+}
+
+#[test]
+fn an_image_with_several_users_needs_user_and_user_must_exist() {
+    let b = Board::new("boltzmann-extlinux");
+    let passwd = b.fx.read("etc/passwd");
+    b.fx.write(
+        "etc/passwd",
+        format!("{passwd}anna:x:1001:1001::/home/anna:/bin/bash\n"),
+    );
+    b.run(&["--board", "boltzmann", "--only", "access", "--dry-run"])
+        .expect_code(exit::BLOCKED)
+        .expect_stdout("several login users (rock, anna)")
+        .expect_stdout("--only access --user rock");
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "anna",
+        "--yes",
+    ])
+    .expect_code(exit::OK);
+    assert!(b.fx.read("etc/group").contains("render:x:105:anna\n"));
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "zed",
+        "--dry-run",
+    ])
+    .expect_code(exit::BLOCKED)
+    .expect_stdout("--user zed: /etc/passwd of this system has no such user");
+    b.run(&[
+        "--board",
+        "boltzmann",
+        "--only",
+        "access",
+        "--user",
+        "x;reboot",
+    ])
+    .expect_code(exit::USAGE);
+}
+
+#[test]
+fn under_root_the_plan_shows_what_apply_does_with_the_images_u_boot_update() {
+    // As a user runs it: no RVL_ROOT_TOOLS, so the image's own u-boot-update is not run here.
+    let b = Board::new("boltzmann-uboot-menu");
+    let plan = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&["--board", "boltzmann", "--only", "kernel", "--dry-run"])
+        .run()
+        .expect_code(exit::OK);
+    let text = plan.stdout();
+    // The edit apply makes, with its diff, and the tool left for the board: not "run it".
+    assert!(text.contains("edit /boot/extlinux/extlinux.conf"), "{text}");
+    assert!(text.contains("+default l0"), "{text}");
+    assert!(
+        text.contains("leave `sudo u-boot-update` for the board"),
+        "{text}"
+    );
+    assert!(!text.contains("run `u-boot-update`"), "{text}");
+    let json = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel",
+            "--dry-run",
+            "--json",
+        ])
+        .run()
+        .stdout_json();
+    let planned: Vec<String> = json["plan"]["steps"][0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["path"].as_str().map(str::to_string))
+        .collect();
+    let done = common::setup_without_stand_ins(&b.fx, &b.a.manifest)
+        .args(&[
+            "--board",
+            "boltzmann",
+            "--only",
+            "kernel",
+            "--yes",
+            "--json",
+        ])
+        .run()
+        .expect_code(exit::OK)
+        .stdout_json();
+    let mut changed: Vec<String> = done["outcome"]["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    changed.retain(|p| !p.starts_with("/etc/u-boot-menu/conf.d") || planned.contains(p));
+    let mut planned_sorted = planned.clone();
+    planned_sorted.sort();
+    changed.sort();
+    assert_eq!(
+        changed, planned_sorted,
+        "apply changed what the plan listed: {done}"
+    );
+    assert!(
+        done["outcome"]["deferred"]
+            .to_string()
+            .contains("sudo u-boot-update"),
+        "{done}"
+    );
+    assert!(b
+        .fx
+        .read("boot/extlinux/extlinux.conf")
+        .contains("\ndefault l0\n"));
 }

@@ -2,7 +2,8 @@
 //! packed into tarballs by the test and served on loopback, go through download, sha256,
 //! safe unpack, patch series, build and install into their prefixes; then `icd` registers the
 //! result. Includes a patch that does not apply and archives that try to escape.
-//! Needs meson, ninja, cmake and a C compiler (CI installs them; see .ci/run).
+//! Needs meson, ninja, cmake and a C compiler: without them these tests skip with a SKIPPED
+//! line, unless RVL_REQUIRE_BUILD=1 (CI) makes them fail.
 
 mod common;
 
@@ -94,14 +95,16 @@ fn mesa_tarball() -> Vec<u8> {
 }
 
 /// The stand-in llama.cpp's CMakeLists.txt: like the real one it puts executables in
-/// `<build>/bin/`, installs llama-bench and llama-server, and builds test-backend-ops only with
+/// `<build>/bin/`, installs llama-bench and llama-server, builds and installs the RPC worker
+/// ggml-rpc-server only with `GGML_RPC=ON` (tools/rpc), and builds test-backend-ops only with
 /// `LLAMA_BUILD_TESTS=ON` and never installs it.
 const LLAMA_CMAKE: &str = "cmake_minimum_required(VERSION 3.13)\nproject(llama C)\n\
-     option(GGML_VULKAN \"\" OFF)\noption(LLAMA_BUILD_TESTS \"\" OFF)\n\
+     option(GGML_VULKAN \"\" OFF)\noption(GGML_RPC \"\" OFF)\noption(LLAMA_BUILD_TESTS \"\" OFF)\n\
      if(NOT GGML_VULKAN)\n  message(FATAL_ERROR \"stand-in: expected -DGGML_VULKAN=ON\")\nendif()\n\
      set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n\
      add_executable(llama-bench main.c)\nadd_executable(llama-server main.c)\n\
      install(TARGETS llama-bench llama-server)\n\
+     if(GGML_RPC)\n  add_executable(ggml-rpc-server main.c)\n  install(TARGETS ggml-rpc-server)\nendif()\n\
      if(LLAMA_BUILD_TESTS)\n  add_executable(test-backend-ops main.c)\nendif()\n";
 
 fn llama_tarball() -> Vec<u8> {
@@ -166,6 +169,9 @@ const TRIXIE: &str =
 
 #[test]
 fn mesa_builds_patched_panvk_into_its_prefix_and_icd_registers_it() {
+    if !common::have_build_tools() {
+        return;
+    }
     let (fx, a) = with_mesa("boltzmann-uboot-menu", &mesa_tarball());
     let root = fx.path();
     let p = patches_dir(&[("0001-mark.patch", GOOD_PATCH)]);
@@ -231,7 +237,7 @@ fn second_plan_is_empty_and_rollback_restores(
         "{again}"
     );
     setup(fx, manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
     assert_same(before, &snapshot(fx.path()));
@@ -239,6 +245,9 @@ fn second_plan_is_empty_and_rollback_restores(
 
 #[test]
 fn a_patch_that_does_not_apply_is_named_and_nothing_is_installed() {
+    if !common::have_build_tools() {
+        return;
+    }
     let (fx, a) = with_mesa("boltzmann-extlinux", &mesa_tarball());
     let p = patches_dir(&[
         ("0001-mark.patch", GOOD_PATCH),
@@ -257,6 +266,9 @@ fn a_patch_that_does_not_apply_is_named_and_nothing_is_installed() {
 
 #[test]
 fn an_empty_or_missing_series_builds_the_plain_release() {
+    if !common::have_build_tools() {
+        return;
+    }
     let (fx, a) = with_mesa("boltzmann-extlinux", &mesa_tarball());
     let p = tempfile::tempdir().unwrap(); // no mesa/ inside
     boltzmann(&fx, &a.manifest, "mesa")
@@ -294,6 +306,9 @@ const WRAPPERS: [(&str, &str); 2] = [
 
 #[test]
 fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
+    if !common::have_build_tools() {
+        return;
+    }
     let (fx, a) = with_llama();
     let p = tempfile::tempdir().unwrap();
     fs::create_dir_all(p.path().join("llama.cpp")).unwrap();
@@ -307,17 +322,26 @@ fn llama_cpp_builds_with_vulkan_and_its_series_into_its_own_prefix() {
         .env("RVL_PATCHES_DIR", p.path())
         .run()
         .expect_code(exit::OK);
-    for bin in ["llama-bench", "llama-server", "test-backend-ops"] {
+    for bin in [
+        "llama-bench",
+        "llama-server",
+        "test-backend-ops",
+        "ggml-rpc-server",
+    ] {
         let exe = fs::read(fx.join(LLAMA_PREFIX).join("bin").join(bin)).unwrap();
         assert!(contains(&exe, b"mali-small-tiles"), "{bin} lacks the patch");
     }
     let log = fx.read("var/lib/rvl/logs/llama.cpp-b9999.log");
     assert!(log.contains("-DGGML_VULKAN=ON"), "{log}");
+    assert!(log.contains("-DGGML_RPC=ON"), "{log}");
     assert!(log.contains("-DLLAMA_BUILD_TESTS=ON"), "{log}");
 }
 
 #[test]
 fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_them_all() {
+    if !common::have_build_tools() {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     let (fx, a) = with_llama();
     let none = tempfile::tempdir().unwrap(); // no series: the stand-in is not llama.cpp
@@ -382,9 +406,14 @@ fn llama_cpp_puts_wrappers_on_path_that_exec_its_prefix_and_rollback_removes_the
     second_plan_is_empty_and_rollback_restores(&fx, &a.manifest, "llama-cpp", none.path(), &before);
 }
 
-#[test]
-fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
-    let cmake = LLAMA_CMAKE.replace("if(LLAMA_BUILD_TESTS)", "if(FALSE)");
+/// The stand-in llama.cpp with `from` in its CMakeLists.txt replaced by `to`, built by the
+/// llama-cpp step: the step fails saying `why`, and the root is as it was.
+fn a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(from: &str, to: &str, why: &str) {
+    if !common::have_build_tools() {
+        return;
+    }
+    let cmake = LLAMA_CMAKE.replace(from, to);
+    assert_ne!(cmake, LLAMA_CMAKE, "{from}");
     let tarball = tar_xz(&[
         ("llama.cpp-b9999/CMakeLists.txt", &cmake, 0o644),
         (
@@ -414,12 +443,34 @@ fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothin
         .run()
         .expect_code(exit::STEP_FAILED)
         .expect_stderr("step llama-cpp failed")
-        .expect_stderr("the build made no test-backend-ops");
+        .expect_stderr(why);
     assert_same(&before, &snapshot(fx.path()));
 }
 
 #[test]
+fn a_llama_cpp_build_without_the_rpc_worker_fails_the_step_and_installs_nothing() {
+    // A tree whose RPC backend is switched off whatever the flags say: no ggml-rpc-server.
+    a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(
+        "if(GGML_RPC)",
+        "if(FALSE)",
+        "the build installed no bin/ggml-rpc-server",
+    );
+}
+
+#[test]
+fn a_llama_cpp_build_without_test_backend_ops_fails_the_step_and_installs_nothing() {
+    a_broken_llama_cpp_build_fails_the_step_and_installs_nothing(
+        "if(LLAMA_BUILD_TESTS)",
+        "if(FALSE)",
+        "the build made no test-backend-ops",
+    );
+}
+
+#[test]
 fn a_wrapper_removed_by_hand_is_planned_again_without_rebuilding() {
+    if !common::have_build_tools() {
+        return;
+    }
     let (fx, a) = with_llama();
     let none = tempfile::tempdir().unwrap(); // no series: the stand-in is not llama.cpp
     boltzmann(&fx, &a.manifest, "llama-cpp")
@@ -442,6 +493,9 @@ fn a_wrapper_removed_by_hand_is_planned_again_without_rebuilding() {
 
 #[test]
 fn an_archive_entry_climbing_out_is_refused_and_nothing_is_installed() {
+    if !common::have_build_tools() {
+        return;
+    }
     for (name, kind, link, what) in [
         (
             "mesa-26.1.6/../../evil",
@@ -609,6 +663,9 @@ impl PipCase {
 
 #[test]
 fn llama_cpp_from_pip_is_fetched_verified_and_built_from_the_vendored_tree() {
+    if !common::have_build_tools() {
+        return;
+    }
     let t = PipCase::new(Pip::Works, None);
     let sha = common::http::sha256_hex(&t.data);
     let no_patches = tempfile::tempdir().unwrap();

@@ -71,7 +71,7 @@ fn status<'a>(checks: &'a [serde_json::Value], id: &str) -> &'a serde_json::Valu
 
 /// No check fails, and no fix sends the user back to a setup step that has nothing left to do.
 /// What stays is what only a reboot changes (the running kernel and live device tree: warnings
-/// whose fix is `sudo reboot`) and what a `--root` doctor cannot probe (render-node access,
+/// whose fix is `sudo reboot` on the board) and what a `--root` doctor cannot probe (render-node access,
 /// XDG_RUNTIME_DIR and the Vulkan device are live-only and skip).
 fn assert_all_green_but_the_reboot(fixture: &str, board: &str) {
     if !have_dtc() {
@@ -87,7 +87,7 @@ fn assert_all_green_but_the_reboot(fixture: &str, board: &str) {
         assert_ne!(c["status"], "fail", "{fixture}: {all}");
         if c["status"] == "warn" {
             assert_eq!(
-                c["fix"], "sudo reboot",
+                c["fix"], "on the board that boots this image: sudo reboot",
                 "{fixture}: the only warning left is the reboot: {all}"
             );
         }

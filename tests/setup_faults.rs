@@ -103,7 +103,7 @@ fn recover_and_check(root: &Path, c: &Case, s: &States, at: &str) {
 
 fn rollback(root: &Path, manifest: &Path) {
     setup(root, manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
 }
@@ -172,7 +172,7 @@ fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
     let fx = Fixture::copy(c.fixture);
     apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
     setup(&fx, &a.manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .env("RVL_FAULT", "at-write:3")
         .run()
         .expect_code(FAULT_EXIT);
@@ -193,9 +193,14 @@ fn a_crash_at_any_write_of_a_line_wise_rollback_is_finished_next_time() {
     let c = &CASES[0];
     let prepare = || {
         let fx = Fixture::copy(c.fixture);
+        let passwd = fx.read("etc/passwd");
+        fx.write(
+            "etc/passwd",
+            format!("{passwd}alice:x:1001:1001::/home/alice:/bin/sh\n"),
+        );
         setup(&fx, &a.manifest)
             .args(&["--board", c.board, "--only", "kernel,access", "--yes"])
-            .env("SUDO_USER", "alice")
+            .args(&["--user", "alice"])
             .run()
             .expect_code(exit::OK);
         let mut group = fx.read("etc/group");
@@ -221,7 +226,7 @@ fn a_crash_at_any_write_of_a_line_wise_rollback_is_finished_next_time() {
         };
         let at = format!("rollback at-write:{n}");
         let out = setup(&fx, &a.manifest)
-            .arg("--rollback")
+            .args(&["--rollback", "--yes"])
             .env("RVL_FAULT", format!("at-write:{n}"))
             .run();
         if out.code() == exit::OK {

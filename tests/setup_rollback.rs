@@ -6,7 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::roots::Board;
+use common::roots::{assert_same, snapshot, Board};
 use common::{fixture_dir, setup, Output};
 use rvl::exit;
 
@@ -14,11 +14,19 @@ const UBOOT_MENU: &str = "boltzmann-uboot-menu";
 const VENDOR_KERNEL: &str = "boot/vmlinuz-6.1.75-npu-port";
 
 impl Board {
-    /// `rvl setup ARGS` as `user` under sudo.
+    /// `rvl setup ARGS --user USER` (an image's access step takes its user from --user;
+    /// the image's passwd gets the user first, as `useradd` would have).
     fn run_as(&self, user: &str, args: &[&str]) -> Output {
+        let passwd = self.fx.read("etc/passwd");
+        if !passwd.lines().any(|l| l.starts_with(&format!("{user}:"))) {
+            self.fx.write(
+                "etc/passwd",
+                format!("{passwd}{user}:x:1100:1100::/home/{user}:/bin/sh\n"),
+            );
+        }
         setup(&self.fx, &self.a.manifest)
             .args(args)
-            .env("SUDO_USER", user)
+            .args(&["--user", user])
             .run()
     }
 
@@ -63,7 +71,7 @@ fn a_group_line_added_after_setup_survives_rollback_and_only_setups_member_goes(
     group.push_str("docker:x:999:alice\n");
     b.fx.write("etc/group", &group);
 
-    b.run(&["--rollback"])
+    b.run(&["--rollback", "--yes"])
         .expect_code(exit::OK)
         .expect_stdout("undid setup's edits in /etc/group");
     let want = format!("{}docker:x:999:alice\n", b.original("etc/group"));
@@ -82,7 +90,7 @@ fn rollback_never_points_the_default_at_a_kernel_that_was_removed() {
     assert_eq!(default_line(&regenerated), "default l0");
 
     let out = b
-        .run(&["--rollback"])
+        .run(&["--rollback", "--yes"])
         .expect_code(exit::ROLLBACK_INCOMPLETE)
         .expect_stdout("/boot/extlinux/extlinux.conf")
         .expect_stdout("/boot/vmlinuz-6.1.75-npu-port, which is missing");
@@ -115,7 +123,7 @@ fn paths_changed_after_setup_are_refused_by_name_and_force_restores_them() {
     b.fx.write(fw, "a firmware the admin installed later");
     b.fx.write("etc/u-boot-menu/conf.d/rvl.conf", "U_BOOT_DEFAULT=\"l1\"\n");
     let out = b
-        .run(&["--rollback", "--json"])
+        .run(&["--rollback", "--yes", "--json"])
         .expect_code(exit::ROLLBACK_INCOMPLETE);
     let v = out.stdout_json();
     let mut refused: Vec<&str> = v["refused"]
@@ -130,7 +138,7 @@ fn paths_changed_after_setup_are_refused_by_name_and_force_restores_them() {
         ["/etc/u-boot-menu/conf.d/rvl.conf", &format!("/{fw}")[..]],
         "{out}"
     );
-    b.run(&["--rollback", "--dry-run"])
+    b.run(&["--rollback", "--yes", "--dry-run"])
         .expect_stdout(&format!("would leave /{fw}: changed since setup wrote it"))
         .expect_stdout("U_BOOT_DEFAULT is now \"l1\", changed after setup set it to \"l0\"");
     // extlinux.conf did not change after setup: its saved copy is back.
@@ -139,7 +147,8 @@ fn paths_changed_after_setup_are_refused_by_name_and_force_restores_them() {
         b.original("boot/extlinux/extlinux.conf")
     );
     assert_eq!(b.fx.read(fw), "a firmware the admin installed later");
-    b.run(&["--rollback", "--force"]).expect_code(exit::OK);
+    b.run(&["--rollback", "--yes", "--force"])
+        .expect_code(exit::OK);
     assert!(!b.fx.join("etc/u-boot-menu/conf.d/rvl.conf").exists());
     assert!(!b.fx.join(fw).exists());
 }
@@ -152,13 +161,15 @@ fn rollback_dry_run_shows_the_plan_with_diffs_and_changes_nothing() {
     group.push_str("docker:x:999:alice\n");
     b.fx.write("etc/group", &group);
 
-    b.run(&["--rollback", "--dry-run"])
+    b.run(&["--rollback", "--yes", "--dry-run"])
         .expect_code(exit::OK)
         .expect_stdout("would undo setup's edits in /etc/group")
         .expect_stdout("-render:x:105:alice")
         .expect_stdout("+render:x:105:");
     assert_eq!(b.fx.read("etc/group"), group);
-    let v = b.run(&["--rollback", "--dry-run", "--json"]).stdout_json();
+    let v = b
+        .run(&["--rollback", "--yes", "--dry-run", "--json"])
+        .stdout_json();
     assert_eq!(v["dry_run"], true);
     let paths = v["runs"][0]["paths"].as_array().unwrap();
     let g = paths.iter().find(|p| p["path"] == "/etc/group").unwrap();
@@ -193,13 +204,13 @@ fn one_run_is_undone_alone_unless_a_later_run_depends_on_it() {
     assert_eq!(ids.len(), 3, "{st}");
 
     // alice's run: bob's later run edited /etc/group too.
-    b.run(&["--rollback", "--run", &ids[0]])
+    b.run(&["--rollback", "--yes", "--run", &ids[0]])
         .expect_code(exit::ROLLBACK_INCOMPLETE)
         .expect_stderr(&format!("the later run {} also changed /etc/group", ids[1]));
     assert!(b.fx.read("etc/group").contains("render:x:105:alice,bob\n"));
 
     // The kernel run shares nothing with the others.
-    b.run(&["--rollback", "--run", &ids[2]])
+    b.run(&["--rollback", "--yes", "--run", &ids[2]])
         .expect_code(exit::OK);
     assert_eq!(
         b.fx.read("boot/extlinux/extlinux.conf"),
@@ -207,9 +218,9 @@ fn one_run_is_undone_alone_unless_a_later_run_depends_on_it() {
     );
     assert!(b.fx.read("etc/group").contains("render:x:105:alice,bob\n"));
 
-    b.run(&["--rollback", "--run", &ids[1]])
+    b.run(&["--rollback", "--yes", "--run", &ids[1]])
         .expect_code(exit::OK);
-    b.run(&["--rollback", "--run", &ids[0]])
+    b.run(&["--rollback", "--yes", "--run", &ids[0]])
         .expect_code(exit::OK);
     assert_eq!(b.fx.read("etc/group"), b.original("etc/group"));
 
@@ -221,7 +232,7 @@ fn one_run_is_undone_alone_unless_a_later_run_depends_on_it() {
     let v = b.run(&["--status", "--json"]).stdout_json();
     assert_eq!(v["rolled_back"].as_array().unwrap().len(), 3, "{v}");
     assert_eq!(v["applied"], serde_json::json!([]));
-    b.run(&["--rollback", "--run", "no-such-run"])
+    b.run(&["--rollback", "--yes", "--run", "no-such-run"])
         .expect_code(exit::USAGE)
         .expect_stderr("no applied run no-such-run");
 }
@@ -237,7 +248,7 @@ fn armbian_boot_links_stay_together_on_the_kernel_that_boots_when_the_old_one_is
         std::path::Path::new(mainline)
     );
     b.fx.remove("boot/vmlinuz-6.1.75-vendor-rk35xx");
-    b.run(&["--rollback"])
+    b.run(&["--rollback", "--yes"])
         .expect_code(exit::ROLLBACK_INCOMPLETE)
         .expect_stdout(
             "left /boot/Image: it would point at vmlinuz-6.1.75-vendor-rk35xx, which is missing",
@@ -253,4 +264,26 @@ fn armbian_boot_links_stay_together_on_the_kernel_that_boots_when_the_old_one_is
             "{link}"
         );
     }
+}
+
+#[test]
+fn rollback_without_a_terminal_or_yes_refuses_as_apply_does() {
+    let b = Board::new("boltzmann-extlinux");
+    b.run(&["--board", "boltzmann", "--only", "kernel,firmware", "--yes"])
+        .expect_code(exit::OK);
+    let applied = snapshot(b.fx.path());
+    // stdin is not a terminal here: the same refusal as `setup` without --yes.
+    setup(&b.fx, &b.a.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::NOT_CONFIRMED)
+        .expect_stderr("not rolling back: no terminal to ask for confirmation; pass --yes");
+    assert_same(&applied, &snapshot(b.fx.path()));
+    // With nothing to roll back there is nothing to confirm.
+    b.run(&["--rollback", "--yes"]).expect_code(exit::OK);
+    setup(&b.fx, &b.a.manifest)
+        .arg("--rollback")
+        .run()
+        .expect_code(exit::OK)
+        .expect_stdout("Nothing to roll back");
 }

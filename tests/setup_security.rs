@@ -97,7 +97,7 @@ fn rollback_never_deletes_through_a_parent_swapped_for_a_link() {
     let elsewhere = t.outside.join("conf.d");
     fs::rename(t.root().join("etc/u-boot-menu/conf.d"), &elsewhere).unwrap();
     symlink(&elsewhere, t.root().join("etc/u-boot-menu/conf.d")).unwrap();
-    t.run(&["--rollback"])
+    t.run(&["--rollback", "--yes"])
         .expect_code(exit::ROLLBACK_INCOMPLETE)
         .expect_stdout("/etc/u-boot-menu/conf.d is a symbolic link");
     assert!(elsewhere.join("rvl.conf").exists());
@@ -128,7 +128,7 @@ fn forged_deletes_of_boot_or_the_root_are_refused_before_anything_changes() {
                 {"path": path, "step": "kernel", "before": {"was": "absent"}}
             ]}]
         }));
-        t.run(&["--rollback"])
+        t.run(&["--rollback", "--yes"])
             .expect_code(exit::BAD_INPUT)
             .expect_stderr("state.json: refused");
         assert!(
@@ -149,7 +149,7 @@ fn a_forged_transaction_id_cannot_aim_backups_outside() {
             {"path": "/etc/u-boot-menu/conf.d/rvl.conf", "step": "kernel", "before": {"was": "absent"}}
         ]}]
     }));
-    t.run(&["--rollback"])
+    t.run(&["--rollback", "--yes"])
         .expect_code(exit::BAD_INPUT)
         .expect_stderr("transaction id");
     assert!(victim.exists());
@@ -214,7 +214,7 @@ fn a_world_writable_file_setup_edits_is_recorded_and_restored_without_world_writ
         .run()
         .expect_code(exit::OK);
     assert_ne!(t.fx.read("etc/group"), original);
-    t.run(&["--rollback"]).expect_code(exit::OK);
+    t.run(&["--rollback", "--yes"]).expect_code(exit::OK);
     assert_eq!(t.fx.read("etc/group"), original);
     assert_eq!(mode(&group), 0o664);
 }
@@ -232,7 +232,7 @@ fn an_unknown_schema_version_is_refused_naming_the_file() {
     assert_ne!(forged, text);
     fs::write(&path, &forged).unwrap();
     let conf = t.fx.read(RVL_CONF);
-    t.run(&["--rollback"])
+    t.run(&["--rollback", "--yes"])
         .expect_code(exit::BAD_INPUT)
         .expect_stderr(&format!("{}: schema_version 99", path.display()));
     assert_eq!(t.fx.read(RVL_CONF), conf);
@@ -257,6 +257,7 @@ fn an_image_tool_that_mentions_rvl_root_is_never_run_on_this_machine() {
         .args(&["--board", "boltzmann", "--only", "kernel", "--yes"])
         .run()
         .expect_code(exit::OK)
+        .expect_stdout("leave `sudo u-boot-update` for the board")
         .expect_stdout("was not run");
     assert!(!marker.exists(), "the image's u-boot-update ran");
     // rvl set the default itself, and the pin keeps it when u-boot-update runs on the board.
@@ -307,7 +308,7 @@ fn a_forged_delete_of_a_boot_link_spares_a_kernel_file_there() {
             {"path": "/boot/Image", "step": "kernel", "before": {"was": "absent"}}
         ]}]
     }));
-    t.run(&["--rollback"])
+    t.run(&["--rollback", "--yes"])
         .expect_code(exit::ROLLBACK_INCOMPLETE)
         .expect_stdout("setup did not create what is at /boot/Image now");
     assert_eq!(t.fx.read("boot/Image"), "a kernel, not a link\n");

@@ -14,11 +14,13 @@ fn a_run_that_succeeds_gives_the_table_with_gpu_cpu_and_their_ratio() {
     let out = b.rvl(&["--ubatch", "64,16"]).run().expect_code(exit::OK);
     let s = out.stdout();
     for needle in [
-        "| ubatch | GPU pp512 t/s | CPU pp512 t/s | GPU/CPU | 5,000-token prefill time (GPU) | status |",
-        "| 16 | 32.5 | 20.5 | 1.59x | 2.6 min | ok |",
-        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "| ubatch | GPU check | GPU pp512 t/s | CPU pp512 t/s | GPU/CPU | 5,000-token prefill time (GPU) | status |",
+        "| 16 | - | 32.5 | 20.5 | 1.59x | 2.6 min | ok |",
+        "| 64 | - | 128 | 20.5 | 6.27x | 38.9 s | ok |",
         "fastest GPU ubatch that ran: 64",
         "build b7000 (abc1234)",
+        // The stand-in model has no tensor table: nothing to check, and it says so.
+        "GPU check: not run (the GGUF header gives no weight matrices (",
     ] {
         assert!(s.contains(needle), "{needle:?}: {out}");
     }
@@ -46,6 +48,87 @@ fn a_run_that_succeeds_gives_the_table_with_gpu_cpu_and_their_ratio() {
 }
 
 #[test]
+fn a_ubatch_whose_gpu_results_are_wrong_is_named_not_timed_and_the_sweep_goes_on() {
+    let b = stand_in("");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16,64,128", "--no-cpu"])
+        .env("TBO_WRONG_AT", "64")
+        .run()
+        .expect_code(exit::PROBLEMS);
+    let s = out.stdout();
+    for needle in [
+        "| ubatch | GPU check | GPU pp512 t/s |",
+        // (the G610 column: 637348 and 765287 t/s for this tiny f16 model)
+        "| 16 | ok 4/4 | 32.5 | - | - | 2.6 min | 637348 | ok |",
+        "| 64 | wrong | - | - | - | - | 765287 | GPU wrong results |",
+        "| 128 | ok 4/4 | 256 | - | - | 19.5 s | 765287 | ok |",
+        "✗ ubatch 64 GPU: wrong results (not timed): MUL_MAT(type_a=f16,m=128,n=64,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000",
+        "fastest GPU ubatch that ran: 128",
+        "wrong results on the GPU at ubatch 64: not timed, and rvl serve never uses it",
+        // The model's four matrices, the LM head at one token.
+        "f16 128x128, f16 384x128, f16 128x384, f16 128x32000 (LM head)",
+    ] {
+        assert!(s.contains(needle), "{needle:?}: {out}");
+    }
+    // One check per GPU ubatch, on Vulkan0, before it; ubatch 64 was never timed.
+    let checks = b.tbo_calls();
+    let lines: Vec<&str> = checks.lines().collect();
+    assert_eq!(lines.len(), 3, "{checks}");
+    assert_eq!(
+        lines[1],
+        "test --mul-mat f16:128:64:128,f16:128:64:384,f16:384:64:128,f16:32000:1:128 -b Vulkan0"
+    );
+    let runs = b.calls();
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+    assert!(!runs.contains("-ub 64 "), "{runs}");
+    let doc = b
+        .rvl(&["--ubatch", "16,64", "--no-cpu", "--json"])
+        .env("TBO_WRONG_AT", "64")
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
+    let rows = &doc["prefill"]["ubatches"];
+    assert_eq!(rows[0]["check"]["status"], "passed");
+    assert_eq!(rows[0]["check"]["cases"], 4);
+    assert_eq!(rows[1]["gpu"]["status"], "wrong_results");
+    assert_eq!(rows[1]["check"]["status"], "wrong_results");
+    assert_eq!(
+        rows[1]["check"]["first_failure"],
+        "MUL_MAT(type_a=f16,m=128,n=64,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000"
+    );
+    assert_eq!(rows[1]["gpu"]["tokens_per_s"], serde_json::Value::Null);
+    assert_eq!(doc["prefill"]["best_gpu_ubatch"], 16);
+    assert_eq!(
+        doc["prefill"]["check_tool"]["path"],
+        b.tbo.to_str().unwrap()
+    );
+}
+
+#[test]
+fn a_test_backend_ops_without_rvls_patch_is_named_once_and_the_runs_are_timed_unchecked() {
+    let b = stand_in("");
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16,64", "--no-cpu"])
+        .env("TBO_FAIL", "1")
+        .run()
+        .expect_code(exit::OK);
+    assert!(
+        out.stdout()
+            .contains("GPU check: not run (this test-backend-ops lacks rvl's --mul-mat"),
+        "{out}"
+    );
+    assert!(out.stdout().contains("| 64 | - | 128 |"), "{out}");
+    assert_eq!(b.tbo_calls().lines().count(), 1, "tried once");
+    // A path given that is not there is a usage error before anything runs.
+    b.rvl(&["--test-backend-ops", "/nonexistent/tbo"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("--test-backend-ops /nonexistent/tbo: no such file");
+}
+
+#[test]
 fn an_abort_at_one_ubatch_is_named_with_its_stderr_lines_and_the_sweep_goes_on() {
     let b = stand_in(&format!(
         "99:128) {OOM_ABORT};;\n0:256) echo 'ggml: segfault ahead' >&2; kill -SEGV $$;;"
@@ -56,9 +139,9 @@ fn an_abort_at_one_ubatch_is_named_with_its_stderr_lines_and_the_sweep_goes_on()
         .expect_code(exit::PROBLEMS);
     let s = out.stdout();
     for needle in [
-        "| 64 | 128 | 20.5 | 6.27x | 38.9 s | ok |",
-        "| 128 | - | 20.5 | - | - | GPU out of device memory (SIGABRT) |",
-        "| 256 | 512 | - | - | 9.76 s | CPU crashed (SIGSEGV) |",
+        "| 64 | - | 128 | 20.5 | 6.27x | 38.9 s | ok |",
+        "| 128 | - | - | 20.5 | - | - | GPU out of device memory (SIGABRT) |",
+        "| 256 | - | 512 | - | - | 9.76 s | CPU crashed (SIGSEGV) |",
         "✗ ubatch 128 GPU: out of device memory (SIGABRT): what():  vk::CommandBuffer::end: ErrorOutOfDeviceMemory",
         "│ terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'",
         "✗ ubatch 256 CPU: crashed (SIGSEGV)",
@@ -86,10 +169,10 @@ fn a_hanging_run_is_killed_at_the_case_timeout_and_the_next_case_runs() {
     );
     let s = out.stdout();
     for needle in [
-        "| 64 | - | - | - | - | GPU timeout |",
+        "| 64 | - | - | - | - | - | GPU timeout |",
         "✗ ubatch 64 GPU: timeout (killed after 1 s): no result within --case-timeout 1 s",
         "│ waiting for the GPU",
-        "| 16 | 32.5 | - | - | 2.6 min | ok |",
+        "| 16 | - | 32.5 | - | - | 2.6 min | ok |",
         "CPU runs: skipped (--no-cpu)",
     ] {
         assert!(s.contains(needle), "{needle:?}: {out}");
@@ -401,6 +484,132 @@ fn shapes_too_large_for_the_device_or_not_whole_blocks_are_skipped_before_packin
             "{out}"
         );
         assert!(error.contains(why), "{why}: {out}");
+    }
+}
+
+/// What llama-bench with `-rpc` prints on a head without a Vulkan device of its own: ggml's
+/// "No devices found", and a result whose backends name RPC and whose gpu_info is the workers.
+const RPC_RUN: &str = "echo 'ggml_vulkan: No devices found.' >&2; json 64.5 \"$RPC\" | sed 's/\"Vulkan\"/\"Vulkan,RPC\"/'";
+
+#[test]
+fn rpc_workers_join_the_gpu_cases_only_and_a_head_without_vulkan_is_no_fault_then() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let b = stand_in(&format!("99:*) {RPC_RUN};;"));
+    let out = b
+        .rvl(&["--ubatch", "16", "--json", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    let doc = out.stdout_json();
+    let p = &doc["prefill"];
+    assert_eq!(p["rpc"], serde_json::json!([at]), "{out}");
+    let row = &p["ubatches"][0];
+    assert_eq!(row["gpu"]["status"], "ok", "{out}");
+    assert_eq!(row["gpu"]["tokens_per_s"], 64.5);
+    assert_eq!(row["cpu"]["status"], "ok", "{out}");
+    let calls = b.calls();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    assert!(lines[0].ends_with(&format!("-ngl 99 -rpc {at}")), "{calls}");
+    assert!(
+        !lines[1].contains("-rpc"),
+        "the CPU run is this board's: {calls}"
+    );
+    // The same output from a run given no workers is a GPU run that found no GPU.
+    let local = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json"])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::PROBLEMS)
+        .stdout_json();
+    assert_eq!(
+        local["prefill"]["ubatches"][0]["gpu"]["status"],
+        "no_vulkan_device"
+    );
+    // Human output names the workers, and the serve command the ubatch is for.
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    for needle in [
+        format!("GPU runs: with RPC workers {at} (llama-bench -rpc)"),
+        format!("(rvl serve tiny.gguf --rpc {at} uses it)"),
+    ] {
+        assert!(out.stdout().contains(&needle), "{needle:?}: {out}");
+    }
+}
+
+#[test]
+fn with_rpc_workers_the_heads_devices_are_not_checked_and_the_note_says_where_to_check() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let b = stand_in(&format!("99:*) {RPC_RUN};;"));
+    std::fs::write(&b.model, common::prefill::weights_gguf()).unwrap();
+    let out = b
+        .rvl(&["--ubatch", "16", "--no-cpu", "--json", "--rpc", &at])
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    let p = &out.stdout_json()["prefill"];
+    assert_eq!(p["check_tool"]["path"], serde_json::Value::Null, "{out}");
+    let why = p["check_tool"]["not_run"].as_str().unwrap();
+    assert!(
+        why.contains("RPC workers") && why.contains("on each worker"),
+        "{why}"
+    );
+    assert_eq!(p["ubatches"][0]["check"], serde_json::Value::Null, "{out}");
+    assert_eq!(p["ubatches"][0]["gpu"]["status"], "ok", "{out}");
+    assert_eq!(b.tbo_calls(), "", "no test-backend-ops run on the head");
+}
+
+#[test]
+fn a_worker_that_does_not_answer_stops_the_sweep_before_any_run() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let b = stand_in("");
+    let out = b
+        .rvl(&["--ubatch", "16", "--rpc", &closed])
+        .run()
+        .expect_code(exit::PROBLEMS);
+    assert!(
+        out.stderr().contains(&format!("{closed} does not answer")),
+        "{out}"
+    );
+    assert!(out.stderr().contains("rvl serve --rpc-worker"), "{out}");
+    assert_eq!(b.calls(), "", "nothing ran");
+    b.rvl(&["--ubatch", "16", "--rpc", "0.0.0.0:1"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("not the address of a worker");
+}
+
+#[test]
+fn compare_says_when_the_saved_run_used_this_board_alone_and_this_one_rpc_workers() {
+    let worker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = worker.local_addr().unwrap().to_string();
+    let local = stand_in("");
+    let saved = local.path("local.json");
+    local
+        .rvl(&["--ubatch", "16", "--no-cpu", "--save"])
+        .arg(&saved)
+        .run()
+        .expect_code(exit::OK);
+    let rpc = stand_in(&format!("99:*) {RPC_RUN};;"));
+    let out = rpc
+        .rvl(&["--ubatch", "16", "--no-cpu", "--rpc", &at, "--compare"])
+        .arg(&saved)
+        .env("RPC", &at)
+        .run()
+        .expect_code(exit::OK);
+    for needle in [
+        format!("GPU runs before: this board alone, now with RPC workers {at}"),
+        "| 16 | GPU | 32.5 t/s | 64.5 t/s | +98% |".to_string(),
+    ] {
+        assert!(out.stdout().contains(&needle), "{needle:?}: {out}");
     }
 }
 

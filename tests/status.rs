@@ -176,3 +176,19 @@ fn status_works_without_a_board_and_refuses_a_missing_root() {
         .run()
         .expect_code(exit::USAGE);
 }
+
+#[test]
+fn a_missing_boot_configuration_is_said_once_not_again_as_no_rescue() {
+    let fx = Fixture::copy("boltzmann-mainline");
+    fx.remove("boot/extlinux/extlinux.conf");
+    let out = status(fx.path()).run().expect_code(exit::OK);
+    let text = out.stdout();
+    assert!(
+        line(text, "kernel").contains("next boot unknown (no extlinux.conf or armbianEnv.txt)"),
+        "{text}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with("rescue")),
+        "the missing file is named twice:\n{text}"
+    );
+}

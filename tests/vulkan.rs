@@ -70,3 +70,32 @@ fn doctor_json_and_bench_json_carry_the_same_device_objects() {
     let bench: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(&bench["devices"], from_doctor);
 }
+
+#[test]
+fn kernels_a_device_cannot_run_for_one_reason_get_one_note() {
+    if bench_devices().is_none() {
+        return;
+    }
+    let out = Command::cargo_bin("rvl")
+        .unwrap()
+        .args(common::TINY_BENCH_JSON)
+        .env_remove(rvl::bench::inject::ENV)
+        .output()
+        .unwrap();
+    let bench: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes: Vec<&str> = bench["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| n.contains("not run:"))
+        .collect();
+    let mut reasons: Vec<&str> = notes
+        .iter()
+        .map(|n| n.split_once("not run:").unwrap().1)
+        .collect();
+    reasons.sort();
+    let before = reasons.len();
+    reasons.dedup();
+    assert_eq!(before, reasons.len(), "a reason repeated: {notes:#?}");
+}

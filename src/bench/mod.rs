@@ -3,8 +3,10 @@
 //! measured FMA peak and the CPU, with the driver failures it hits reported as results.
 //!
 //! Flow: plan (pure, from flags) -> load Vulkan, pick and open a device -> peak -> sweep
-//! (screening + llama.cpp-style layer stacks per precision and ubatch) -> CPU baseline ->
-//! report (table or JSON) -> optional save / compare. `--probe-limits` runs the panvk TLS/WLS
+//! (screening + llama.cpp-style layer stacks per precision and ubatch) -> llama.cpp's own
+//! products at the same shapes on its CPU backend and this device ([`llamacpp`]) -> CPU
+//! baseline (llama.cpp's CPU, else matrixmultiply's sgemm) -> report (table or JSON) ->
+//! optional save / compare. `--probe-limits` runs the panvk TLS/WLS
 //! reproducer instead of the sweep.
 
 pub mod compare;
@@ -13,6 +15,7 @@ pub mod devfreq;
 pub mod gemm;
 pub mod inject;
 pub mod kernels;
+pub mod llamacpp;
 pub mod model;
 pub mod operands;
 pub mod outcome;
@@ -41,7 +44,7 @@ use crate::vulkan::{Gpu, Instance, LoadOptions};
 use kernels::{KernelSpec, Precision};
 use peak::Peak;
 use plan::{Plan, Size};
-use report::{CpuResult, ModelInfo, Report, UbatchResult};
+use report::{Baseline, BaselineSource, CpuBaseline, CpuResult, ModelInfo, Report, UbatchResult};
 use runner::Runner;
 
 pub use outcome::{BenchOutcome, SweepOutcome};
@@ -111,6 +114,8 @@ struct Inputs {
     extra_tiles: Vec<KernelSpec>,
     /// The `--compare` document.
     baseline: Option<Value>,
+    /// The test-backend-ops for llama.cpp's columns, or why there is none.
+    llama_tool: Result<String, String>,
 }
 
 impl Inputs {
@@ -128,6 +133,7 @@ impl Inputs {
                 None => Vec::new(),
             },
             baseline: args.compare.as_deref().map(compare::load).transpose()?,
+            llama_tool: llamacpp::find(args.test_backend_ops.as_deref(), &settings.env)?,
         })
     }
 }
@@ -213,10 +219,14 @@ fn measure(
     clock.sample("after the sweep");
     drop(runner);
     let mut ubatches = outcome.ubatches;
+    let llama = llama_side(inputs, gpu, &ubatches, progress);
+    llamacpp::layers(&llama, plan, &mut ubatches);
     let threads = cpu::threads(settings.vars.matmul_threads.as_deref());
+    let mut sgemm = false;
     if plan.cpu {
-        cpu_baseline(plan, &mut ubatches, threads, progress);
+        sgemm = cpu_baseline(plan, &mut ubatches, threads, progress);
     }
+    let cpu_baseline = baselines(plan, &mut ubatches, &llama, threads);
     let mut notes = outcome.notes;
     notes.extend(clock_note(
         &gpu.info,
@@ -238,7 +248,9 @@ fn measure(
         peak: peaks,
         kernels: outcome.kernels,
         ubatches,
-        cpu_threads: plan.cpu.then_some(threads),
+        cpu_threads: sgemm.then_some(threads),
+        cpu_baseline,
+        llama_cpp: llama,
         notes,
         problems: outcome.problems,
     })
@@ -291,25 +303,135 @@ fn measure_peaks(
     (peaks, peak_map)
 }
 
-/// The same layer on the CPU per ubatch, and the GPU/CPU ratio of the best stack.
-fn cpu_baseline(plan: &Plan, ubatches: &mut [UbatchResult], threads: usize, progress: bool) {
+/// llama.cpp's products at the sweep's shapes on its CPU backend (unless --no-cpu) and on
+/// this device, when a test-backend-ops is there.
+fn llama_side(
+    inputs: &Inputs,
+    gpu: &Gpu,
+    ubatches: &[UbatchResult],
+    progress: bool,
+) -> llamacpp::LlamaCpp {
+    let tool = match &inputs.llama_tool {
+        Ok(t) => t,
+        Err(why) => {
+            return llamacpp::LlamaCpp {
+                not_run: Some(why.clone()),
+                ..Default::default()
+            }
+        }
+    };
+    let mut precisions: Vec<Precision> = ubatches
+        .iter()
+        .flat_map(|u| u.screens.iter().map(|s| s.precision))
+        .collect();
+    precisions.sort_unstable();
+    precisions.dedup();
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads =
+        crate::prefill::plan::big_cores(&crate::host::cpus::capacities(&Root::system()), available);
+    llamacpp::run(&llamacpp::Job {
+        tool,
+        plan: &inputs.plan,
+        precisions: &precisions,
+        device_index: gpu.info.index,
+        cpu_device: gpu.info.is_cpu(),
+        cpu_threads: inputs.plan.cpu.then_some(threads),
+        progress,
+    })
+}
+
+/// matrixmultiply's sgemm of the layer, per ubatch where llama.cpp's CPU gave no whole layer.
+/// True when it ran for any.
+fn cpu_baseline(
+    plan: &Plan,
+    ubatches: &mut [UbatchResult],
+    threads: usize,
+    progress: bool,
+) -> bool {
     let layer = plan.model.layer();
     let reps = if plan.size == Size::Quick { 1 } else { 2 };
+    let mut ran = false;
     for r in ubatches {
+        if llamacpp::cpu_best(r).is_some() {
+            continue;
+        }
         if progress {
-            eprintln!("smoke-bench: CPU baseline, ubatch {}", r.ubatch);
+            eprintln!(
+                "smoke-bench: CPU baseline (matrixmultiply sgemm), ubatch {}",
+                r.ubatch
+            );
         }
         let l = cpu::measure_layer(&layer, r.ubatch, reps, threads);
         let (tps, prompt) = report::predict(l.seconds_per_layer, plan.model.layers, r.ubatch);
-        r.gpu_cpu_ratio = r
-            .best_stack()
-            .and_then(|s| s.predicted_tokens_per_s)
-            .map(|g| g / tps);
         r.cpu = Some(CpuResult {
             layer: l,
             predicted_tokens_per_s: tps,
             prompt_5000_s: prompt,
         });
+        ran = true;
+    }
+    ran
+}
+
+/// Each ubatch's CPU figure (llama.cpp's fastest CPU layer, else matrixmultiply's) and the
+/// best stack's ratio to it; what the run's baseline was, in a word and a sentence.
+fn baselines(
+    plan: &Plan,
+    ubatches: &mut [UbatchResult],
+    llama: &llamacpp::LlamaCpp,
+    sgemm_threads: usize,
+) -> CpuBaseline {
+    let (mut from_llama, mut from_sgemm) = (0, 0);
+    for u in ubatches.iter_mut() {
+        let b = match (llamacpp::cpu_best(u), &u.cpu) {
+            (Some((t, tps)), _) => Some(Baseline {
+                source: BaselineSource::LlamaCpp,
+                ggml_type: Some(t.to_string()),
+                predicted_tokens_per_s: tps,
+            }),
+            (None, Some(c)) => Some(Baseline {
+                source: BaselineSource::Matrixmultiply,
+                ggml_type: None,
+                predicted_tokens_per_s: c.predicted_tokens_per_s,
+            }),
+            (None, None) => None,
+        };
+        match b.as_ref().map(|b| b.source) {
+            Some(BaselineSource::LlamaCpp) => from_llama += 1,
+            Some(BaselineSource::Matrixmultiply) => from_sgemm += 1,
+            None => {}
+        }
+        u.gpu_cpu_ratio = b.as_ref().and_then(|b| {
+            u.best_stack()
+                .and_then(|s| s.predicted_tokens_per_s)
+                .map(|g| g / b.predicted_tokens_per_s)
+        });
+        u.cpu_baseline = b;
+    }
+    let llama_what = format!(
+        "llama.cpp's CPU backend (test-backend-ops perf, {} threads; weights as llama.cpp loads them, repacked where it repacks), the fastest weight type per ubatch",
+        llama.cpu_threads.unwrap_or(0)
+    );
+    let sgemm_what = format!(
+        "matrixmultiply's fp32 sgemm on {sgemm_threads} threads, not llama.cpp's quantised CPU path (int8 dot products, Q4_0 repacking), which is several times faster for Q4 models: GPU/CPU flatters the GPU{}",
+        match &llama.not_run {
+            Some(why) => format!(" (no llama.cpp: {why})"),
+            None => String::new(),
+        }
+    );
+    let (source, what) = match (from_llama, from_sgemm) {
+        _ if !plan.cpu => ("none", "no CPU baseline (--no-cpu)".to_string()),
+        (0, 0) => ("none", "no CPU baseline".to_string()),
+        (_, 0) => ("llama_cpp", llama_what),
+        (0, _) => ("matrixmultiply", sgemm_what),
+        _ => (
+            "mixed",
+            format!("{llama_what} where it measured the whole layer; elsewhere {sgemm_what}"),
+        ),
+    };
+    CpuBaseline {
+        source: source.into(),
+        what,
     }
 }
 
@@ -427,6 +549,7 @@ pub fn predict(
         inject: inject::Injector::default(),
         extra_tiles: Vec::new(),
         baseline: None,
+        llama_tool: Err("not run for --gguf's prediction".into()),
     };
     let instance = load_vulkan(settings)?;
     let wanted = device.map(|i| i.to_string());

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::kernels::Precision;
+use super::llamacpp;
 use super::peak::Peak;
 use super::report::{Report, Stack, Status};
 use super::throughput::Prediction;
@@ -27,6 +28,7 @@ pub fn render(r: &Report, style: Style) -> String {
         header,
         clock_and_peaks,
         headline,
+        side_by_side,
         best_kernels,
         diagnostics,
         problems,
@@ -291,6 +293,16 @@ fn share(measured: Option<f64>, predicted: f64) -> Option<String> {
 /// The headline: per ubatch, each stack, with the CPU next to it.
 fn headline(o: &mut String, r: &Report, style: Style) {
     let _ = writeln!(o);
+    let b = &r.cpu_baseline;
+    let line = format!("CPU t/s: {}", b.what);
+    let _ = writeln!(
+        o,
+        "{}",
+        match b.source.as_str() {
+            "matrixmultiply" | "mixed" => style.yellow(&line),
+            _ => style.dim(&line),
+        }
+    );
     let _ = writeln!(
         o,
         "{}",
@@ -320,7 +332,7 @@ fn headline(o: &mut String, r: &Report, style: Style) {
             };
             let (cpu, ratio) = if first {
                 (
-                    u.cpu
+                    u.cpu_baseline
                         .as_ref()
                         .map(|c| fmt_rate(c.predicted_tokens_per_s))
                         .unwrap_or_else(|| "-".into()),
@@ -360,6 +372,144 @@ fn headline(o: &mut String, r: &Report, style: Style) {
     }
 }
 
+/// rvl's best kernel per GEMM (one layer, each product alone), llama.cpp's Vulkan kernels and
+/// llama.cpp's CPU backend, per ubatch and weight type, in GFLOP/s.
+fn side_by_side(o: &mut String, r: &Report, style: Style) {
+    let l = &r.llama_cpp;
+    let _ = writeln!(o);
+    if l.tool.is_none() {
+        let _ = writeln!(
+            o,
+            "{}",
+            style.yellow(&format!(
+                "llama.cpp side by side: not run ({})",
+                l.not_run.as_deref().unwrap_or("no test-backend-ops")
+            ))
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "{}",
+        style.bold(&format!(
+            "side by side, one layer's GEMMs, each product alone (GFLOP/s): rvl's best kernels | llama.cpp's Vulkan kernels | llama.cpp's CPU backend{}",
+            l.cpu_threads
+                .map(|t| format!(" ({t} threads)"))
+                .unwrap_or_default()
+        ))
+    );
+    let _ = writeln!(
+        o,
+        "{:>6}  {:<12} {:>9} {:>11} {:>11} {:>8}",
+        "ubatch", "weights", "rvl", "llama Vk", "llama CPU", "rvl/CPU"
+    );
+    let layer = r.model.model.layer();
+    for u in &r.ubatches {
+        let mut first = true;
+        for p in Precision::ALL {
+            for (i, t) in llamacpp::ggml_types(p).iter().enumerate() {
+                // rvl's kernels are for the first type of each precision (q4_0, not q4_K).
+                let rvl = if i == 0 {
+                    rvl_layer_gflops(u, p, &layer)
+                } else {
+                    None
+                };
+                let get = |b: llamacpp::Backend| {
+                    u.llama_cpp
+                        .iter()
+                        .find(|x| x.backend == b && x.ggml_type == *t)
+                        .and_then(|x| x.gflops)
+                };
+                let (vk, cpu) = (get(llamacpp::Backend::Vulkan), get(llamacpp::Backend::Cpu));
+                if rvl.is_none() && vk.is_none() && cpu.is_none() {
+                    continue;
+                }
+                let label = if i == 0 {
+                    format!("{} ({t})", p.name())
+                } else {
+                    format!("- ({t})")
+                };
+                let cell = |v: Option<f64>| v.map(fmt_rate).unwrap_or_else(|| "-".into());
+                let _ = writeln!(
+                    o,
+                    "{:>6}  {:<12} {:>9} {:>11} {:>11} {:>8}",
+                    if first {
+                        u.ubatch.to_string()
+                    } else {
+                        String::new()
+                    },
+                    label,
+                    cell(rvl),
+                    cell(vk),
+                    cell(cpu),
+                    rvl.zip(cpu)
+                        .map(|(a, b)| format!("{:.2}x", a / b))
+                        .unwrap_or_else(|| "-".into())
+                );
+                first = false;
+            }
+        }
+    }
+    let repacked: Vec<String> = {
+        let mut t: Vec<String> = l
+            .gemms
+            .iter()
+            .filter(|g| g.weights.as_deref().is_some_and(|w| w.contains("REPACK")))
+            .map(|g| g.ggml_type.clone())
+            .collect();
+        t.sort();
+        t.dedup();
+        t
+    };
+    if !repacked.is_empty() {
+        let _ = writeln!(
+            o,
+            "{}",
+            style.dim(&format!(
+                "  llama.cpp's CPU repacked the {} weights, as it does when it loads a model",
+                repacked.join(", ")
+            ))
+        );
+    }
+    for run in &l.runs {
+        if let Some(e) = &run.error {
+            let _ = writeln!(
+                o,
+                "{}",
+                style.yellow(&format!(
+                    "  llama.cpp {}: {}",
+                    run.backend.name(),
+                    crate::output::escape_line(e)
+                ))
+            );
+        }
+    }
+}
+
+/// rvl's layer at `p` from its best correct screen per GEMM, in GFLOP/s; None unless every GEMM
+/// has one.
+fn rvl_layer_gflops(
+    u: &super::report::UbatchResult,
+    p: Precision,
+    layer: &[super::model::Gemm],
+) -> Option<f64> {
+    let mut secs = 0.0;
+    let mut flops = 0.0;
+    for g in layer {
+        let best = u
+            .screens
+            .iter()
+            // Screens run once per distinct shape (gate stands for up).
+            .filter(|s| s.precision == p && s.shape == g.shape() && s.status == Status::Ok)
+            .filter_map(|s| s.gflops)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+        let f = g.flops(u.ubatch);
+        flops += f;
+        secs += f / (best * 1e9);
+    }
+    (secs > 0.0).then(|| flops / secs / 1e9)
+}
+
 /// The best kernel per shape at the largest ubatch that has results.
 fn best_kernels(o: &mut String, r: &Report, style: Style) {
     if let Some(u) = r
@@ -373,7 +523,7 @@ fn best_kernels(o: &mut String, r: &Report, style: Style) {
             o,
             "{}",
             style.bold(&format!(
-                "best kernel per shape at ubatch {} (efficiency = GFLOP/s / measured peak; error vs CPU reference)",
+                "best kernel per shape at ubatch {} (efficiency = GFLOP/s / measured peak; error vs CPU reference; llama.cpp Vulkan | CPU GFLOP/s)",
                 u.ubatch
             ))
         );
@@ -395,9 +545,23 @@ fn best_kernels(o: &mut String, r: &Report, style: Style) {
                         .total_cmp(&b.seconds.unwrap_or(f64::MAX))
                 });
             if let Some(b) = best {
+                let llama = |backend: llamacpp::Backend| {
+                    r.llama_cpp
+                        .gemms
+                        .iter()
+                        .find(|x| {
+                            x.backend == backend
+                                && x.ubatch == u.ubatch
+                                && x.gemm == g
+                                && x.precision == Some(b.precision)
+                        })
+                        .and_then(|x| x.gflops)
+                        .map(fmt_rate)
+                        .unwrap_or_else(|| "-".into())
+                };
                 let _ = writeln!(
                     o,
-                    "  {:<5} {:<5} {:<11} {:<14} {:>9} GFLOP/s {:>6}  err {:.1e} <= {:.0e}",
+                    "  {:<5} {:<5} {:<11} {:<14} {:>9} GFLOP/s {:>6}  err {:.1e} <= {:.0e}  {:>9} | {}",
                     p,
                     g,
                     b.shape,
@@ -407,7 +571,9 @@ fn best_kernels(o: &mut String, r: &Report, style: Style) {
                         .map(|e| format!("{:.0}%", e * 100.0))
                         .unwrap_or_else(|| "-".into()),
                     b.max_error.unwrap_or(0.0),
-                    b.tolerance
+                    b.tolerance,
+                    llama(llamacpp::Backend::Vulkan),
+                    llama(llamacpp::Backend::Cpu)
                 );
             }
         }

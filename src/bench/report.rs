@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::cpu::CpuLayer;
 use super::devfreq::Devfreq;
 use super::kernels::Precision;
+use super::llamacpp::{LlamaCpp, LlamaLayer};
 use super::model::Model;
 use super::peak::Peak;
 use super::plan::Size;
@@ -40,10 +41,44 @@ pub struct Report {
     pub peak: Vec<Peak>,
     pub kernels: Vec<KernelDiagnostics>,
     pub ubatches: Vec<UbatchResult>,
+    /// matrixmultiply's threads, when it was the CPU baseline of some ubatch.
     pub cpu_threads: Option<usize>,
+    /// What the CPU t/s and GPU/CPU figures compare with.
+    pub cpu_baseline: CpuBaseline,
+    /// llama.cpp's own matrix products at the same shapes, on its CPU backend and on this
+    /// device (test-backend-ops), or why there are none.
+    pub llama_cpp: LlamaCpp,
     pub notes: Vec<String>,
     /// True when any kernel gave a wrong result or any step failed.
     pub problems: bool,
+}
+
+/// Where a CPU figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineSource {
+    /// llama.cpp's CPU backend (test-backend-ops perf): quantised weights, the CPU's dot
+    /// products, repacked where llama.cpp repacks them; the fastest weight type per ubatch.
+    LlamaCpp,
+    /// matrixmultiply's fp32 sgemm: not what llama.cpp runs on the CPU.
+    Matrixmultiply,
+}
+
+/// The run's CPU baseline: `llama_cpp`, `matrixmultiply`, `mixed` (llama.cpp's where it
+/// measured the whole layer, matrixmultiply's elsewhere) or `none` (`--no-cpu`), and a sentence.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpuBaseline {
+    pub source: String,
+    pub what: String,
+}
+
+/// One ubatch's CPU figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    pub source: BaselineSource,
+    /// The weight type of the fastest llama.cpp CPU layer (`q4_0`), None for matrixmultiply.
+    pub ggml_type: Option<String>,
+    pub predicted_tokens_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -152,8 +187,13 @@ pub struct UbatchResult {
     pub ubatch: u32,
     pub screens: Vec<Screen>,
     pub stacks: Vec<Stack>,
+    /// matrixmultiply's fp32 sgemm of the layer (only where llama.cpp's CPU gave no layer).
     pub cpu: Option<CpuResult>,
-    /// Best GPU stack's predicted tokens/s over the CPU's.
+    /// llama.cpp's layer per backend and weight type (from `llama_cpp.gemms`).
+    pub llama_cpp: Vec<LlamaLayer>,
+    /// The CPU figure of this ubatch: llama.cpp's fastest CPU layer, else matrixmultiply's.
+    pub cpu_baseline: Option<Baseline>,
+    /// Best GPU stack's predicted tokens/s over the CPU baseline's.
     pub gpu_cpu_ratio: Option<f64>,
 }
 
@@ -164,6 +204,8 @@ impl UbatchResult {
             screens: Vec::new(),
             stacks: Vec::new(),
             cpu: None,
+            llama_cpp: Vec::new(),
+            cpu_baseline: None,
             gpu_cpu_ratio: None,
         }
     }
@@ -211,6 +253,8 @@ pub(crate) mod tests_support {
             kernels: Vec::new(),
             ubatches: Vec::new(),
             cpu_threads: None,
+            cpu_baseline: CpuBaseline::default(),
+            llama_cpp: Default::default(),
             notes: Vec::new(),
             problems: false,
         }

@@ -283,21 +283,28 @@ impl Sweep<'_, '_> {
         }
     }
 
-    /// The catalogue's and the extra variants of `p` that the device can run; a note for each
-    /// one it cannot.
+    /// The catalogue's and the extra variants of `p` that the device can run; one note per
+    /// reason for those it cannot, naming them all.
     fn variants(&mut self, p: Precision) -> Vec<KernelSpec> {
         let dev = &self.runner.gpu.info;
         let all = kernels::catalogue()
             .into_iter()
             .chain(self.extra.iter().cloned());
         let mut variants = Vec::new();
+        // (reason, kernels) in the order the reasons first come up.
+        let mut skipped: Vec<(String, Vec<String>)> = Vec::new();
         for k in all.filter(|k| k.precision == p) {
             match k.unsupported_reason(dev) {
-                Some(r) => self
-                    .notes
-                    .push(format!("{} {} not run: {r}", p.name(), k.name)),
+                Some(r) => match skipped.iter_mut().find(|(why, _)| *why == r) {
+                    Some((_, names)) => names.push(k.name.to_string()),
+                    None => skipped.push((r, vec![k.name.to_string()])),
+                },
                 None => variants.push(k),
             }
+        }
+        for (why, names) in skipped {
+            self.notes
+                .push(format!("{} {} not run: {why}", p.name(), names.join(", ")));
         }
         variants
     }

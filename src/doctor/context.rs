@@ -1,5 +1,6 @@
 //! Everything a check may look at: the inventory, the board profile, and how rvl was run.
 
+use crate::hint::Invocation;
 use crate::inventory::Inventory;
 use crate::manifest::Manifest;
 use crate::profile::Profile;
@@ -13,6 +14,8 @@ pub struct Context<'a> {
     pub manifest: &'a Manifest,
     /// `--no-vulkan` was given.
     pub no_vulkan: bool,
+    /// How rvl was pointed at the system: every rvl command a fix names repeats it.
+    pub hint: Invocation,
 }
 
 impl Context<'_> {
@@ -21,10 +24,24 @@ impl Context<'_> {
         self.profile.map(|p| p.id.as_str()).unwrap_or("<board>")
     }
 
-    /// `sudo rvl setup --board <id> --only <steps>`: setup changes the system, so the fix a
-    /// person copies must carry the sudo it needs (rvl is in /usr/bin, on sudo's PATH).
+    /// `[sudo ]rvl setup [--root R] --board <id> [--profiles P] [--manifest M] --only <steps>`:
+    /// the command that changes the system that was looked at, with the sudo it needs (rvl is
+    /// in /usr/bin, on sudo's PATH), and never another one.
     pub fn setup(&self, steps: &str) -> String {
-        format!("sudo rvl setup --board {} --only {steps}", self.board_id())
+        self.invocation().setup(&format!("--only {steps}"))
+    }
+
+    /// How fixes name rvl: the run's own options, with the board doctor chose.
+    pub fn invocation(&self) -> Invocation {
+        self.hint
+            .clone()
+            .with_board(self.profile.map(|p| p.id.as_str()))
+    }
+
+    /// A command that is not rvl's, for the board: as it is on the running system; for an
+    /// image, marked as one to run on the board that boots it.
+    pub fn on_board(&self, cmd: &str) -> String {
+        self.hint.on_board(cmd)
     }
 
     /// Why setup's mesa step is blocked on this image (its release cannot build the pinned
@@ -41,13 +58,32 @@ impl Context<'_> {
 
     /// The fix for a missing or stale panvk: setup's mesa and icd steps, or, where the mesa
     /// step is blocked, why and what unblocks it.
+    /// Names no command while the mesa step is blocked: setup would refuse it, and after the
+    /// upgrade doctor names the command itself.
     pub fn setup_panvk(&self) -> String {
         match self.mesa_blocked() {
             Some(why) => format!(
-                "{why}; upgrade the image to a release that can, then run {}",
-                self.setup("mesa,icd")
+                "{why}; upgrade the image to Debian 13 (trixie) or Ubuntu 25.04 or newer, then run rvl doctor again for the setup step"
             ),
             None => self.setup("mesa,icd"),
+        }
+    }
+
+    /// The fix that makes rvl's panvk the one ICD the loader uses: setup's icd step when the
+    /// pinned panvk is installed (it only writes the ICD and `VK_DRIVER_FILES`), else the
+    /// mesa step too, which the icd step needs.
+    pub fn setup_icd(&self) -> String {
+        let installed = crate::setup::steps::mesa_prefix(self.manifest).is_some_and(|prefix| {
+            self.inv
+                .mesa
+                .installs
+                .iter()
+                .any(|i| i.prefix == prefix && i.stamp.is_some())
+        });
+        if installed {
+            self.setup("icd")
+        } else {
+            self.setup_panvk()
         }
     }
 

@@ -63,6 +63,11 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
         source,
         manifest: &manifest,
         no_vulkan: args.no_vulkan,
+        hint: root.invocation(
+            args.system.board.as_deref(),
+            args.system.profiles.as_deref(),
+            args.manifest.as_deref(),
+        ),
     };
     let findings: Vec<Finding> = selected.iter().map(|c| (c.run)(&ctx)).collect();
     let code = exit_code(&findings, args.strict);
@@ -77,7 +82,8 @@ fn select_checks(only: &[String]) -> anyhow::Result<Vec<&'static checks::Check>>
         if checks::by_id(id.trim()).is_none() {
             let known: Vec<_> = checks::ALL.iter().map(|c| c.id).collect();
             return Err(Error::Usage(format!(
-                "--only: unknown check {id:?} (known: {})",
+                "--only: unknown check `{id}`{} (known: {})",
+                crate::output::did_you_mean(id.trim(), known.iter().copied()),
                 known.join(", ")
             ))
             .into());

@@ -169,15 +169,23 @@ impl GgmlType {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            GgmlType::F32 => "f32",
-            GgmlType::F16 => "f16",
-            GgmlType::Q4_0 => "q4_0",
-            GgmlType::Q8_0 => "q8_0",
-            GgmlType::Q4_K => "q4_K",
-            GgmlType::Q6_K => "q6_K",
-            GgmlType::BF16 => "bf16",
-            _ => "other",
+        self.ggml_name().unwrap_or("other")
+    }
+
+    /// ggml's name for the type (`ggml_type_name`: "q4_K", "q6_K", "bf16" ...): the ids are
+    /// GGUF's on-disk type tags, the same in every llama.cpp; None for ids rvl does not know
+    /// (removed ones, newer ones).
+    pub fn ggml_name(self) -> Option<&'static str> {
+        const NAMES: [&str; 31] = [
+            "f32", "f16", "q4_0", "q4_1", "", "", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K",
+            "q4_K", "q5_K", "q6_K", "q8_K", "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl",
+            "iq3_s", "iq2_s", "iq4_xs", "i8", "i16", "i32", "i64", "f64", "iq1_m", "bf16",
+        ];
+        match self.0 {
+            34 => Some("tq1_0"),
+            35 => Some("tq2_0"),
+            39 => Some("mxfp4"),
+            i => NAMES.get(i as usize).copied().filter(|n| !n.is_empty()),
         }
     }
 }

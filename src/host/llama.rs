@@ -2,13 +2,14 @@
 //! PATH, and (live only) what the newest build's `llama-bench --list-devices` prints. Read
 //! through the one [`Root`]; a binary is only ever run when the root is the running system.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::Root;
-use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall};
+use crate::inventory::{Inventory, LlamaDevices, LlamaFacts, LlamaInstall, WrongResults};
 use crate::llama::{PREFIX_NAME, PREFIX_PARENT};
 
 /// `--list-devices` loads Vulkan and returns; a hang (a wedged GPU) must not hang doctor.
@@ -26,6 +27,11 @@ fn install(root: &Root, prefix: String) -> LlamaInstall {
     LlamaInstall {
         server_executable: executable(root, &format!("{prefix}/bin/llama-server")),
         bench_executable: executable(root, &format!("{prefix}/bin/llama-bench")),
+        test_backend_ops_executable: executable(root, &format!("{prefix}/bin/test-backend-ops")),
+        rpc_server_executable: executable(
+            root,
+            &format!("{prefix}/bin/{}", crate::rpc::RPC_SERVER),
+        ),
         prefix,
         stamp,
         stamp_error,
@@ -63,7 +69,45 @@ pub fn facts(root: &Root, inv: &Inventory) -> LlamaFacts {
         rvl_icd: root.exists(crate::setup::paths::ICD_FILE),
         xdg_fallback,
         list_devices: None,
+        wrong_results: wrong_results(root, &inv.env),
     }
+}
+
+/// At most this many records are read (one per model file; a person has a few).
+const MAX_RECORDS: usize = 256;
+
+/// The `smoke-bench --gguf` records in the state directory `env` names that hold a ubatch with
+/// wrong GPU results. Only regular files (a link is not followed); unreadable or foreign ones
+/// are skipped (`rvl serve` names those when it meets one).
+fn wrong_results(root: &Root, env: &crate::inventory::Env) -> Vec<WrongResults> {
+    use crate::prefill::{report, saved};
+    let Some(dir) = saved::record_dir(env) else {
+        return Vec::new();
+    };
+    let Ok(names) = root.list_dir(&dir) else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter(|n| n.ends_with(".json"))
+        .take(MAX_RECORDS)
+        .filter_map(|n| {
+            let path = format!("{dir}/{n}");
+            if !root.symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                return None;
+            }
+            let bytes = root.read_capped(&path, crate::host::root::INPUT_CAP).ok()?;
+            let record = saved::parse(std::str::from_utf8(&bytes).ok()?, &path).ok()?;
+            let wrong = report::wrong_ubatches(&record.ubatches);
+            let first = wrong.first()?.1.clone();
+            Some(WrongResults {
+                record: path,
+                model: record.model.file_name,
+                ubatches: wrong.iter().map(|w| w.0).collect(),
+                first_failure: first,
+            })
+        })
+        .collect()
 }
 
 /// Run `BIN --list-devices` with rvl's launch environment and a time limit, on the running
@@ -81,13 +125,31 @@ fn list_devices_within(
     if !root.is_live() || !inv.live {
         return None;
     }
+    Some(run_list_devices(
+        bin,
+        &[],
+        &crate::llama::launch_env(inv),
+        limit,
+    ))
+}
+
+/// `BIN ARGS… --list-devices` with `env` added to rvl's own environment, killed at `limit`: the
+/// device lines it printed, and why it failed when it did. The caller decides that the binary
+/// may run here (never one of a foreign root).
+pub fn run_list_devices(
+    bin: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    limit: Duration,
+) -> LlamaDevices {
     let mut out = LlamaDevices {
         binary: bin.to_string(),
         ..Default::default()
     };
     let mut child = match Command::new(bin)
+        .args(args)
         .arg("--list-devices")
-        .envs(crate::llama::launch_env(inv))
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -96,7 +158,7 @@ fn list_devices_within(
         Ok(c) => c,
         Err(e) => {
             out.error = Some(format!("cannot start {bin}: {e}"));
-            return Some(out);
+            return out;
         }
     };
     // Read both pipes on threads, so a chatty child cannot block on a full pipe.
@@ -153,7 +215,7 @@ fn list_devices_within(
         Some(s) if !s.success() => Some(format!("exited with {s}{last}")),
         Some(_) => None,
     };
-    Some(out)
+    out
 }
 
 #[cfg(test)]

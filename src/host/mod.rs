@@ -14,6 +14,7 @@ pub mod llama;
 pub mod mem;
 pub mod mesa;
 pub mod root;
+pub mod rpc;
 pub mod stamp;
 pub mod sysfs;
 

@@ -59,6 +59,33 @@ impl Root {
         self.live
     }
 
+    /// Whether changing this tree takes root: the running system, or a tree another user
+    /// owns, unless rvl runs as root already. A `--root` tree the user owns needs no `sudo`.
+    pub fn needs_root_to_change(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let uid = rustix::process::geteuid();
+        if uid.is_root() {
+            return false;
+        }
+        self.live || !fs::metadata(&self.base).is_ok_and(|m| m.uid() == uid.as_raw())
+    }
+
+    /// How a printed command names this root: `--root DIR` as given, none for "/".
+    pub fn invocation(
+        &self,
+        board: Option<&str>,
+        profiles: Option<&Path>,
+        manifest: Option<&Path>,
+    ) -> crate::hint::Invocation {
+        crate::hint::Invocation::new(
+            (!self.live).then_some(self.base.as_path()),
+            board,
+            profiles,
+            manifest,
+            self.needs_root_to_change(),
+        )
+    }
+
     /// Host path of an in-root path, without following any link.
     pub fn join(&self, in_root: impl AsRef<Path>) -> PathBuf {
         let mut out = self.base.clone();

@@ -26,7 +26,21 @@ pub struct Comparison {
     /// compare.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// Set when the GPU runs used other RPC workers than the saved run's (this board alone
+    /// against workers is the comparison `--rpc` is for): "this board alone, now with RPC
+    /// workers 192.168.1.11:50052".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_runs: Option<String>,
     pub rows: Vec<Row>,
+}
+
+/// "this board alone" or "with RPC workers A,B".
+fn gpu_runs(rpc: &[String]) -> String {
+    if rpc.is_empty() {
+        "this board alone".to_string()
+    } else {
+        format!("with RPC workers {}", rpc.join(","))
+    }
 }
 
 fn cases(r: &Report) -> impl Iterator<Item = (u32, &Case)> {
@@ -99,6 +113,8 @@ pub fn compare(before: &Report, now: &Report) -> Comparison {
                 differs.join(", ")
             )
         }),
+        gpu_runs: (before.rpc != now.rpc)
+            .then(|| format!("{}, now {}", gpu_runs(&before.rpc), gpu_runs(&now.rpc))),
         rows,
     }
 }
@@ -135,10 +151,12 @@ mod tests {
             },
             prompt_tokens: 512,
             llama_bench: LlamaBench::default(),
+            rpc: Vec::new(),
             vulkan_device: None,
             rvl_panvk: None,
             cpu_threads: None,
             case_timeout_s: 300,
+            check_tool: Default::default(),
             ubatches: rows,
             best_gpu_ubatch: None,
             gemm_prediction: Default::default(),
@@ -151,6 +169,7 @@ mod tests {
     fn row(ub: u32, gpu: Case) -> UbatchRow {
         UbatchRow {
             ubatch: ub,
+            check: None,
             gpu,
             cpu: None,
             gpu_cpu_ratio: None,

@@ -45,6 +45,73 @@ pub fn shapes(head: &[u8]) -> Result<Shapes, String> {
     from_metadata(&g)
 }
 
+/// A weight matrix llama.cpp multiplies activations by (`MUL_MAT`): its ggml type name, its
+/// output features (`m`, the tensor's second dimension) and input features (`k`, the first).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Weight {
+    pub ggml_type: String,
+    pub m: u64,
+    pub k: u64,
+    /// The output projection (LM head): a prompt run multiplies only the last token by it.
+    pub lm_head: bool,
+}
+
+/// The per-layer projections llama.cpp runs as MUL_MAT on the weights (`blk.N.<role>.weight`).
+const MATMUL_ROLES: &[&str] = &[
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_qkv",
+    "attn_output",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+    "ffn_gate_up",
+];
+
+/// The distinct matrices (type and shape) of the model whose file starts with `head`: every
+/// layer projection and the LM head (`output.weight`, else the tied `token_embd.weight`), the
+/// shapes the correctness check runs. Types rvl has no name for are left out and listed in
+/// the second value.
+pub fn weights(head: &[u8]) -> Result<(Vec<Weight>, Vec<String>), String> {
+    let g = crate::gguf::read::parse(head, false).map_err(|e| e.to_string())?;
+    let head_name = if g.tensor("output.weight").is_some() {
+        "output.weight"
+    } else {
+        "token_embd.weight"
+    };
+    let mut out = Vec::new();
+    let mut unnamed = Vec::new();
+    for t in &g.tensors {
+        let role = t
+            .name
+            .strip_prefix("blk.")
+            .and_then(|r| r.split_once('.'))
+            .filter(|(n, _)| n.parse::<u32>().is_ok())
+            .and_then(|(_, r)| r.strip_suffix(".weight"));
+        let lm_head = t.name == head_name;
+        if !(lm_head || role.is_some_and(|r| MATMUL_ROLES.contains(&r))) || t.dims.len() != 2 {
+            continue;
+        }
+        let Some(ty) = t.ggml_type.ggml_name() else {
+            unnamed.push(format!("{} (ggml type {})", t.name, t.ggml_type.0));
+            continue;
+        };
+        out.push(Weight {
+            ggml_type: ty.to_string(),
+            m: t.dims[1],
+            k: t.dims[0],
+            lm_head,
+        });
+    }
+    out.sort();
+    out.dedup();
+    if out.is_empty() {
+        return Err("its tensor table has no projection weights (blk.N.attn_q.weight, ...)".into());
+    }
+    Ok((out, unnamed))
+}
+
 fn from_metadata(g: &Gguf) -> Result<Shapes, String> {
     let arch = g
         .get("general.architecture")
@@ -159,6 +226,56 @@ mod tests {
             s.describe(),
             "qwen2: hidden 2048, ffn 11008, 36 layers, 16 heads (2 KV)"
         );
+    }
+
+    #[test]
+    fn the_checked_weights_are_each_layer_projection_once_and_the_lm_head() {
+        use crate::gguf::write::TensorSpec;
+        use crate::gguf::GgmlType;
+        let q4k = GgmlType(12);
+        let mut tensors = vec![
+            TensorSpec::new("token_embd.weight", &[2048, 151936], GgmlType::Q8_0),
+            TensorSpec::new("output_norm.weight", &[2048], GgmlType::F32),
+        ];
+        for l in 0..2 {
+            for (role, dims, ty) in [
+                ("attn_norm", vec![2048], GgmlType::F32),
+                ("attn_q", vec![2048, 2048], q4k),
+                ("attn_k", vec![2048, 256], q4k),
+                ("attn_v", vec![2048, 256], GgmlType(14)),
+                ("ffn_up", vec![2048, 11008], q4k),
+                ("ffn_down", vec![11008, 2048], GgmlType(14)),
+                ("ffn_weird", vec![2048, 7], q4k),
+            ] {
+                tensors.push(TensorSpec::new(format!("blk.{l}.{role}.weight"), &dims, ty));
+            }
+        }
+        let meta = vec![(
+            "general.architecture".to_string(),
+            Value::String("qwen2".into()),
+        )];
+        let head = write::header(&meta, &tensors).unwrap().0;
+        let (w, unnamed) = weights(&head).unwrap();
+        let got: Vec<(&str, u64, u64, bool)> = w
+            .iter()
+            .map(|w| (w.ggml_type.as_str(), w.m, w.k, w.lm_head))
+            .collect();
+        // Tied embeddings: token_embd is the LM head; norms and unknown roles are not matmuls.
+        assert_eq!(
+            got,
+            vec![
+                ("q4_K", 256, 2048, false),
+                ("q4_K", 2048, 2048, false),
+                ("q4_K", 11008, 2048, false),
+                ("q6_K", 256, 2048, false),
+                ("q6_K", 2048, 11008, false),
+                ("q8_0", 151936, 2048, true),
+            ]
+        );
+        assert!(unnamed.is_empty());
+        assert!(weights(&qwen())
+            .unwrap_err()
+            .contains("no projection weights"));
     }
 
     #[test]

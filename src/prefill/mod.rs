@@ -1,13 +1,17 @@
 //! `rvl smoke-bench --gguf MODEL.gguf`: llama.cpp's real prompt processing on this board, per
 //! ubatch, on the Vulkan device beside the CPU, with every crash caught and named.
 //!
-//! Flow: plan (pure, from flags) -> the model's GGUF magic -> which llama-bench (rvl's newest
-//! prefix or `--llama-bench`) and the environment rvl runs llama.cpp with -> one llama-bench
-//! process per case with a time limit ([`run`]) -> each case judged ([`parse`]) -> report ->
+//! Flow: plan (pure, from flags) -> the model's GGUF magic, layer shapes and weight table ->
+//! which llama-bench (rvl's newest prefix or `--llama-bench`) and test-backend-ops, and the
+//! environment rvl runs llama.cpp with -> per ubatch the correctness check ([`check`]: the
+//! GPU's matmuls at the model's shapes against the CPU; a ubatch with wrong results is not
+//! timed), then one llama-bench process per case, each with a time limit ([`run`]) -> each
+//! case judged ([`parse`]) -> report ->
 //! `--compare`, `--save`, and the record per model that `rvl serve` takes its ubatch from
 //! ([`saved`]). Nothing here needs rvl's own Vulkan code (llama-bench brings its own), so it
 //! builds without the `bench` feature; with it, rvl's loader names the driver and Mesa version.
 
+pub mod check;
 pub mod compare;
 pub mod g610;
 pub mod gguf;
@@ -37,7 +41,9 @@ use crate::vulkan::{DeviceInfo, VulkanProbe};
 use compare::Comparison;
 use parse::BenchLine;
 use plan::{Plan, SweepSize};
-use report::{Case, LlamaBench, ModelFile, Report, Side, UbatchRow, VulkanDevice};
+use report::{
+    Case, Check, CheckTool, LlamaBench, ModelFile, Report, Side, UbatchRow, VulkanDevice,
+};
 
 /// The verb, as the envelope names it.
 const VERB: &str = "smoke-bench";
@@ -102,7 +108,7 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
-    let (model, shapes, table) = model_file(&plan.model)?;
+    let (model, shapes, weights, table) = model_file(&plan.model)?;
     let g610 = match table {
         Ok(g) => g610::predict(&g, &plan.ubatches),
         Err(e) => g610::G610Prediction {
@@ -110,20 +116,56 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
             ..Default::default()
         },
     };
+    // A worker that is down would fail every GPU case, minutes later: say so now.
+    for w in &plan.rpc {
+        host::rpc::connects(w, host::rpc::CONNECT_TIMEOUT).map_err(Error::Tool)?;
+    }
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
+    let mut checker = check_tool(args.test_backend_ops.as_deref(), &bench, install, weights)?;
+    if !plan.rpc.is_empty() && checker.tool.path.is_some() {
+        // test-backend-ops multiplies on this board's devices only; the GPU runs here are the
+        // workers'. A check of the head's Vulkan0 would say nothing about them (or find none).
+        checker = Checker {
+            tool: CheckTool {
+                not_run: Some(format!(
+                    "the GPU runs use the RPC workers, and test-backend-ops checks only this board's devices: run rvl smoke-bench --gguf {} on each worker to check its GPU",
+                    escape_line(&model.file_name)
+                )),
+                ..CheckTool::default()
+            },
+            weights: Vec::new(),
+        };
+    }
     let env = llama::launch_env(&inv);
     let progress = settings.progress(args.json);
     if progress {
         eprintln!(
-            "smoke-bench: {} with {bench}, pp{}, {} runs of at most {} s each",
+            "smoke-bench: {} with {bench}, pp{}, {} runs of at most {} s each{}",
             escape_line(&model.file_name),
             plan.prompt,
             plan.cases().len(),
-            plan.timeout.as_secs()
+            plan.timeout.as_secs(),
+            {
+                let mut s = match &checker.tool.path {
+                    Some(t) => format!(
+                        "; each GPU ubatch checked first with {} ({} matrices)",
+                        escape_line(t),
+                        checker.weights.len()
+                    ),
+                    None => String::new(),
+                };
+                if !plan.rpc.is_empty() {
+                    s.push_str(&format!(
+                        "; GPU runs with RPC workers {}",
+                        crate::rpc::join(&plan.rpc)
+                    ));
+                }
+                s
+            }
         );
     }
-    let (rows, line) = sweep(&plan, &bench, &env, progress);
+    let (rows, line, check_tool) = sweep(&plan, &bench, checker, &env, progress);
     let visible = env
         .get("GGML_VK_VISIBLE_DEVICES")
         .map(String::as_str)
@@ -137,6 +179,15 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let mut report = build_report(
         &plan, model, &bench, install, line, device, rows, prediction, g610,
     );
+    report.notes.push(match (&check_tool.path, &check_tool.not_run) {
+        (Some(_), _) => format!(
+            "before each GPU run, test-backend-ops multiplied random matrices of the model's weight types and shapes at that ubatch on {} and on llama.cpp's CPU backend; a ubatch with a product outside its bound (normalised mean squared error 5e-4, what llama.cpp's own tests hold every backend to) is \"wrong results\": not timed, and never used by rvl serve",
+            check::BACKEND
+        ),
+        (None, Some(why)) => format!("the GPU's results were not checked: {why}"),
+        (None, None) => "the GPU's results were not checked".into(),
+    });
+    report.check_tool = check_tool;
     report.rvl_panvk = rvl_panvk(&inv);
     let mut outcome = PrefillOutcome {
         comparison: baseline.map(|b| compare::compare(&b, &report)),
@@ -154,10 +205,12 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
 }
 
 /// The model's header: its size and that it is GGUF (the magic), so a wrong path fails at once
-/// rather than as a dozen failed runs; its layer shapes and its tensor table, or why not.
+/// rather than as a dozen failed runs; its layer shapes, its weight matrices (the check's
+/// products) and its tensor table (the G610 prediction), or why not.
 type ModelHead = (
     ModelFile,
     Result<gguf::Shapes, String>,
+    Result<Vec<gguf::Weight>, String>,
     Result<crate::gguf::Gguf, String>,
 );
 
@@ -191,8 +244,62 @@ fn model_file(path: &Path) -> Result<ModelHead, Error> {
         model_type: None,
         n_params: None,
     };
+    let weights = gguf::weights(&head).map(|(w, _)| w);
     let table = crate::gguf::read::parse(&head, false).map_err(|e| e.to_string());
-    Ok((file, gguf::shapes(&head), table))
+    Ok((file, gguf::shapes(&head), weights, table))
+}
+
+/// The check's tool and the model's matrices, or why no check runs.
+struct Checker {
+    tool: CheckTool,
+    weights: Vec<gguf::Weight>,
+}
+
+/// Which test-backend-ops checks the GPU: `--test-backend-ops PATH`, else the one of the rvl
+/// prefix llama-bench belongs to, else the one beside llama-bench (a build's `bin/`). None,
+/// with the reason, when there is none or the header gives no weight table.
+fn check_tool(
+    given: Option<&Path>,
+    bench: &str,
+    install: Option<&LlamaInstall>,
+    weights: Result<Vec<gguf::Weight>, String>,
+) -> Result<Checker, Error> {
+    let path = match given {
+        Some(p) if !p.is_file() => {
+            return Err(Error::Usage(format!(
+                "--test-backend-ops {}: no such file",
+                p.display()
+            )))
+        }
+        Some(p) => Some(p.display().to_string()),
+        None => install
+            .filter(|i| i.test_backend_ops_executable)
+            .map(LlamaInstall::test_backend_ops)
+            .or_else(|| {
+                let beside = Path::new(bench).with_file_name(crate::backend_ops::TOOL);
+                beside.is_file().then(|| beside.display().to_string())
+            }),
+    };
+    let mut tool = CheckTool::default();
+    let weights = match (&path, weights) {
+        (None, _) => {
+            tool.not_run = Some(format!(
+                "no {} beside {bench} (rvl's llama.cpp ships it: sudo rvl setup --only llama-cpp; or give --test-backend-ops PATH)",
+                crate::backend_ops::TOOL
+            ));
+            Vec::new()
+        }
+        (Some(_), Err(e)) => {
+            tool.not_run = Some(format!("the GGUF header gives no weight matrices ({e})"));
+            Vec::new()
+        }
+        (Some(p), Ok(w)) => {
+            tool.path = Some(p.clone());
+            tool.shapes = w.iter().map(check::describe).collect();
+            w
+        }
+    };
+    Ok(Checker { tool, weights })
 }
 
 /// rvl's GEMM sweep at the model's shapes, to set beside what llama.cpp measured; on the
@@ -357,18 +464,70 @@ pub fn ggml_device(probe: &VulkanProbe, visible: Option<&str>) -> Option<VulkanD
     })
 }
 
-/// Every case, in order, each in its own process; a failure is a result and the sweep goes on.
-/// Also the first llama-bench JSON line read (its build id, the model's description).
+/// The correctness check at `ub`: test-backend-ops on the Vulkan device against the CPU.
+fn run_check(
+    tool: &str,
+    weights: &[gguf::Weight],
+    ub: u32,
+    plan: &Plan,
+    env: &BTreeMap<String, String>,
+    progress: bool,
+) -> (Check, Option<Case>) {
+    let (cases, _) = check::cases(weights, ub);
+    let argv = crate::backend_ops::test_argv(tool, check::BACKEND, &cases);
+    if progress {
+        eprintln!(
+            "smoke-bench: ubatch {ub}: checking llama.cpp's Vulkan matmuls against its CPU ({} products)",
+            cases.len()
+        );
+    }
+    let raw = run::run(&argv, env, plan.timeout);
+    let mut c = check::judge(&raw.ended, &raw.stdout, &raw.stderr, cases.len());
+    c.seconds = raw.seconds;
+    c.argv = argv;
+    if progress {
+        eprintln!(
+            "smoke-bench: ubatch {ub}: check {} ({}/{} within the bound) in {}",
+            c.status.name(),
+            c.passed,
+            c.cases,
+            crate::output::duration(c.seconds)
+        );
+    }
+    let untimed = check::untimed_gpu_case(&c, &raw.stderr);
+    (c, untimed)
+}
+
+/// Every case, in order, each in its own process, each GPU case after its ubatch's check; a
+/// failure is a result and the sweep goes on. Also the first llama-bench JSON line read (its
+/// build id, the model's description), and the check's tool (with why it stopped, if it did).
 fn sweep(
     plan: &Plan,
     bench: &str,
+    checker: Checker,
     env: &BTreeMap<String, String>,
     progress: bool,
-) -> (Vec<UbatchRow>, Option<BenchLine>) {
+) -> (Vec<UbatchRow>, Option<BenchLine>, CheckTool) {
+    let Checker { mut tool, weights } = checker;
     let cases = plan.cases();
     let mut first_line: Option<BenchLine> = None;
     let mut done: Vec<(u32, Case)> = Vec::new();
+    let mut checks: Vec<(u32, Check)> = Vec::new();
     for (i, &(ub, side)) in cases.iter().enumerate() {
+        if let (Side::Gpu, Some(path)) = (side, tool.path.clone()) {
+            let (c, untimed) = run_check(&path, &weights, ub, plan, env, progress);
+            let stop = check::unusable(&c);
+            if stop {
+                tool.not_run = c.detail.clone();
+                tool.path = None;
+            } else {
+                checks.push((ub, c));
+            }
+            if let Some(case) = untimed {
+                done.push((ub, case));
+                continue;
+            }
+        }
         let argv = plan.argv(bench, ub, side);
         if progress {
             eprintln!(
@@ -379,8 +538,9 @@ fn sweep(
             );
         }
         let raw = run::run(&argv, env, plan.timeout);
+        let rpc = side == Side::Gpu && !plan.rpc.is_empty();
         let (mut case, line) =
-            parse::classify(side, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
+            parse::classify(side, rpc, plan.prompt, &raw.ended, &raw.stdout, &raw.stderr);
         case.seconds = raw.seconds;
         case.argv = argv;
         if progress {
@@ -414,6 +574,7 @@ fn sweep(
             let cpu = pick(Side::Cpu);
             let g = gpu.ok_rate();
             Some(UbatchRow {
+                check: checks.iter().find(|(u, _)| *u == ub).map(|c| c.1.clone()),
                 gemm_predicted_tokens_per_s: None,
                 measured_over_predicted: None,
                 g610_predicted_tokens_per_s: None,
@@ -427,7 +588,7 @@ fn sweep(
             })
         })
         .collect();
-    (rows, first_line)
+    (rows, first_line, tool)
 }
 
 fn patch_words(inst: &LlamaInstall) -> Option<String> {
@@ -506,6 +667,11 @@ fn build_report(
         tool: format!("rvl smoke-bench {}", env!("CARGO_PKG_VERSION")),
         model,
         prompt_tokens: plan.prompt,
+        rpc: plan
+            .rpc
+            .iter()
+            .map(crate::rpc::Endpoint::to_string)
+            .collect(),
         llama_bench: LlamaBench {
             path: bench.to_string(),
             build_commit: line.build_commit,
@@ -519,6 +685,7 @@ fn build_report(
         rvl_panvk: None,
         cpu_threads: plan.cpu.then_some(plan.threads),
         case_timeout_s: plan.timeout.as_secs(),
+        check_tool: CheckTool::default(),
         best_gpu_ubatch: report::best_gpu_ubatch(&rows),
         gemm_prediction: prediction,
         g610_prediction: g610,
@@ -592,6 +759,8 @@ mod tests {
             stamp_error: None,
             server_executable: true,
             bench_executable: true,
+            test_backend_ops_executable: true,
+            rpc_server_executable: true,
         };
         let facts = LlamaFacts {
             installs: vec![inst],

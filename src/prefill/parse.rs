@@ -81,6 +81,19 @@ pub fn parse_output(stdout: &str, prompt: u32) -> Result<BenchLine, String> {
     })
 }
 
+impl Ended {
+    /// How it ended, in the words the reports use: "exit status 3", "SIGABRT", "killed after
+    /// 300 s", "not started".
+    pub fn words(&self) -> String {
+        match self {
+            Ended::Exit(c) => format!("exit status {c}"),
+            Ended::Signal(n) => signal_name(*n),
+            Ended::Timeout(s) => format!("killed after {s} s"),
+            Ended::NotStarted(_) => "not started".into(),
+        }
+    }
+}
+
 /// The usual name of a signal number (Linux numbering), "signal N" for the rest.
 pub fn signal_name(n: i32) -> String {
     let name = match n {
@@ -129,28 +142,34 @@ fn first_line_with<'a>(text: &'a str, needles: &[&str]) -> Option<&'a str> {
         .map(str::trim)
 }
 
-/// The last line that reads like an error ("error: failed to load model"), for a failed run.
+/// The last line that reads like an error ("error: failed to load model", ggml-rpc's
+/// "…: Failed to connect to 192.168.1.11:50052"), for a failed run.
 fn error_line(stderr: &str) -> Option<&str> {
-    stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.to_ascii_lowercase().contains("error") || l.contains("failed"))
+    stderr.lines().rev().map(str::trim).find(|l| {
+        let l = l.to_ascii_lowercase();
+        l.contains("error") || l.contains("failed")
+    })
 }
 
-/// A finished run, judged. `argv` and `seconds` are recorded as given.
+/// A finished run, judged. `argv` and `seconds` are recorded as given. `rpc`: a GPU run with
+/// RPC workers (`-rpc`), whose devices count as its GPUs: this board finding no Vulkan device
+/// of its own is no fault then, as long as llama-bench ran with the RPC backend.
 pub fn classify(
     side: Side,
+    rpc: bool,
     prompt: u32,
     ended: &Ended,
     stdout: &str,
     stderr: &str,
 ) -> (Case, Option<BenchLine>) {
     let oom = first_line_with(stderr, &["ErrorOutOfDeviceMemory"]);
-    let no_device = side == Side::Gpu && first_line_with(stderr, NO_DEVICE).is_some();
     let parsed = parse_output(stdout, prompt);
+    let used_rpc = rpc
+        && matches!(&parsed, Ok(b) if b.backends.as_deref().is_some_and(|k| k.split(',').any(|k| k.trim() == "RPC")));
+    let no_device = side == Side::Gpu && !used_rpc && first_line_with(stderr, NO_DEVICE).is_some();
     // A GPU run whose JSON names no GPU ran on the CPU: ggml found no Vulkan device.
     let no_gpu_in_json = side == Side::Gpu
+        && !used_rpc
         && matches!(&parsed, Ok(b) if b.gpu_info.as_deref().is_some_and(|g| g.trim().is_empty()));
     let line = |s: Option<&str>| s.map(escape_line);
     let (status, exit, detail) = match ended {
@@ -285,7 +304,7 @@ mod tests {
     #[test]
     fn an_abort_with_the_out_of_memory_line_is_out_of_device_memory_with_the_signal() {
         let err = "ggml_vulkan: Compiling shaders\nterminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'\n  what():  vk::CommandBuffer::end: ErrorOutOfDeviceMemory\n";
-        let (c, _) = classify(Side::Gpu, 512, &Ended::Signal(6), "[\n", err);
+        let (c, _) = classify(Side::Gpu, false, 512, &Ended::Signal(6), "[\n", err);
         assert_eq!(c.status, Status::OutOfDeviceMemory);
         assert_eq!(c.exit, "SIGABRT");
         assert_eq!(
@@ -298,10 +317,11 @@ mod tests {
 
     #[test]
     fn signals_exit_codes_timeouts_and_good_runs_get_their_own_status() {
-        let (c, _) = classify(Side::Gpu, 512, &Ended::Signal(11), "", "boom\n");
+        let (c, _) = classify(Side::Gpu, false, 512, &Ended::Signal(11), "", "boom\n");
         assert_eq!((c.status, c.exit.as_str()), (Status::Crashed, "SIGSEGV"));
         let (c, _) = classify(
             Side::Cpu,
+            false,
             512,
             &Ended::Exit(1),
             "",
@@ -309,14 +329,21 @@ mod tests {
         );
         assert_eq!(c.status, Status::Failed);
         assert_eq!(c.detail.as_deref(), Some("main: error"));
-        let (c, _) = classify(Side::Cpu, 512, &Ended::Timeout(2), "[", "");
+        let (c, _) = classify(Side::Cpu, false, 512, &Ended::Timeout(2), "[", "");
         assert_eq!(c.status, Status::Timeout);
         assert_eq!(c.exit, "killed after 2 s");
-        let (c, b) = classify(Side::Gpu, 512, &Ended::Exit(0), &json(50.0, "GPU"), "");
+        let (c, b) = classify(
+            Side::Gpu,
+            false,
+            512,
+            &Ended::Exit(0),
+            &json(50.0, "GPU"),
+            "",
+        );
         assert_eq!((c.status, c.tokens_per_s), (Status::Ok, Some(50.0)));
         assert!(c.stderr_tail.is_empty());
         assert_eq!(b.unwrap().gpu_info.as_deref(), Some("GPU"));
-        let (c, _) = classify(Side::Gpu, 512, &Ended::Exit(0), "[oops]", "");
+        let (c, _) = classify(Side::Gpu, false, 512, &Ended::Exit(0), "[oops]", "");
         assert_eq!(c.status, Status::BadOutput);
     }
 
@@ -324,6 +351,7 @@ mod tests {
     fn a_gpu_run_that_found_no_vulkan_device_is_not_counted_as_a_gpu_figure() {
         let (c, _) = classify(
             Side::Gpu,
+            false,
             512,
             &Ended::Exit(0),
             &json(20.0, "GPU"),
@@ -336,11 +364,34 @@ mod tests {
                 && d.contains("GGML_VK_VISIBLE_DEVICES"),
             "{d}"
         );
-        let (c, _) = classify(Side::Gpu, 512, &Ended::Exit(0), &json(20.0, ""), "");
+        let (c, _) = classify(Side::Gpu, false, 512, &Ended::Exit(0), &json(20.0, ""), "");
         assert_eq!(c.status, Status::NoVulkanDevice);
         // The CPU run has no GPU by design.
-        let (c, _) = classify(Side::Cpu, 512, &Ended::Exit(0), &json(20.0, ""), "");
+        let (c, _) = classify(Side::Cpu, false, 512, &Ended::Exit(0), &json(20.0, ""), "");
         assert_eq!(c.status, Status::Ok);
+    }
+
+    #[test]
+    fn an_rpc_run_needs_no_vulkan_device_on_this_board_but_must_have_used_rpc() {
+        let rpc_json = json(128.0, "127.0.0.1:50052, 127.0.0.1:50053")
+            .replace("\"backends\": \"Vulkan\"", "\"backends\": \"Vulkan,RPC\"");
+        let no_vk = "ggml_vulkan: No devices found.\n";
+        let (c, _) = classify(Side::Gpu, true, 512, &Ended::Exit(0), &rpc_json, no_vk);
+        assert_eq!((c.status, c.tokens_per_s), (Status::Ok, Some(128.0)));
+        // The same output without -rpc is a run that found no GPU.
+        let (c, _) = classify(Side::Gpu, false, 512, &Ended::Exit(0), &rpc_json, no_vk);
+        assert_eq!(c.status, Status::NoVulkanDevice);
+        // -rpc given, but llama-bench names no RPC backend: judged as any GPU run.
+        let (c, _) = classify(Side::Gpu, true, 512, &Ended::Exit(0), &json(9.0, ""), no_vk);
+        assert_eq!(c.status, Status::NoVulkanDevice);
+        // A worker that went away: ggml-rpc aborts, and the line names the worker.
+        let err = "ggml_vulkan: No devices found.\n/src/ggml-rpc.cpp:547: Failed to connect to 127.0.0.1:50119\n[New LWP 8832]\n";
+        let (c, _) = classify(Side::Gpu, true, 512, &Ended::Signal(6), "", err);
+        assert_eq!((c.status, c.exit.as_str()), (Status::Crashed, "SIGABRT"));
+        assert_eq!(
+            c.detail.as_deref(),
+            Some("/src/ggml-rpc.cpp:547: Failed to connect to 127.0.0.1:50119")
+        );
     }
 
     #[test]

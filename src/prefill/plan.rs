@@ -65,6 +65,9 @@ pub struct Plan {
     pub cpu: bool,
     pub threads: usize,
     pub timeout: Duration,
+    /// RPC workers the GPU cases use besides this board (`--rpc`), checked by
+    /// [`crate::rpc::workers`].
+    pub rpc: Vec<crate::rpc::Endpoint>,
 }
 
 impl Plan {
@@ -81,6 +84,11 @@ impl Plan {
                 "--prompt {prompt}: the prompt must be between 1 and {MAX_PROMPT} tokens"
             ));
         }
+        let rpc = if args.rpc.is_empty() {
+            Vec::new()
+        } else {
+            crate::rpc::workers(&args.rpc)?
+        };
         let timeout = args.case_timeout.unwrap_or(DEFAULT_CASE_TIMEOUT_S);
         if timeout == 0 {
             return Err("--case-timeout 0: give each run at least 1 second".into());
@@ -93,6 +101,7 @@ impl Plan {
             cpu: !args.no_cpu,
             threads: threads.max(1),
             timeout: Duration::from_secs(timeout),
+            rpc,
         })
     }
 
@@ -127,7 +136,13 @@ impl Plan {
             "json".into(),
         ];
         match side {
-            Side::Gpu => a.extend(["-ngl".into(), ALL_LAYERS.into()]),
+            Side::Gpu => {
+                a.extend(["-ngl".into(), ALL_LAYERS.into()]);
+                // The workers take their share of the layers beside this board's GPU.
+                if !self.rpc.is_empty() {
+                    a.extend(["-rpc".into(), crate::rpc::join(&self.rpc)]);
+                }
+            }
             // `-ngl 0` alone is not a CPU run: ggml's scheduler still offloads batches of 32+
             // tokens to the Vulkan device. `-dev none` gives llama.cpp no GPU at all.
             Side::Cpu => a.extend([
@@ -196,6 +211,23 @@ mod tests {
             p.argv("lb", 16, Side::Cpu).join(" "),
             "lb -m /m/tiny.gguf -p 128 -n 0 -b 128 -ub 16 -r 3 -o json -ngl 0 -dev none -t 4"
         );
+    }
+
+    #[test]
+    fn rpc_workers_join_the_gpu_runs_only() {
+        let p = plan(&["--prompt", "64", "--rpc", "127.0.0.1:5,rk1-2:6"]).unwrap();
+        assert_eq!(
+            p.argv("lb", 16, Side::Gpu).join(" "),
+            "lb -m /m/tiny.gguf -p 64 -n 0 -b 64 -ub 16 -r 3 -o json -ngl 99 -rpc 127.0.0.1:5,rk1-2:6"
+        );
+        assert!(!p.argv("lb", 16, Side::Cpu).contains(&"-rpc".to_string()));
+        assert!(plan(&["--rpc", "0.0.0.0:1"])
+            .unwrap_err()
+            .contains("not the address of a worker"));
+        let e = crate::cli::Cli::try_parse_from(["rvl", "smoke-bench", "--rpc", "a:1"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--gguf"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::compare::{self, Comparison};
-use super::report::{Case, Report, Status};
+use super::report::{Case, Check, CheckStatus, Report, Status};
 use crate::output::{duration, escape_line, sig3, Style};
 
 fn size(bytes: u64) -> String {
@@ -77,6 +77,49 @@ fn header(o: &mut String, r: &Report, style: Style) {
         None => {
             let _ = writeln!(o, "CPU runs: skipped (--no-cpu)");
         }
+    }
+    if !r.rpc.is_empty() {
+        let _ = writeln!(
+            o,
+            "GPU runs: with RPC workers {} (llama-bench -rpc), besides any GPU of this board",
+            escape_line(&r.rpc.join(","))
+        );
+    }
+    let c = &r.check_tool;
+    match (&c.path, &c.not_run) {
+        (Some(p), _) => {
+            let _ = writeln!(
+                o,
+                "GPU check before each GPU run: {} test -b {} against llama.cpp's CPU backend, the model's matrices {}",
+                escape_line(p),
+                super::check::BACKEND,
+                escape_line(&c.shapes.join(", "))
+            );
+        }
+        (None, why) => {
+            let _ = writeln!(
+                o,
+                "{}",
+                style.yellow(&format!(
+                    "GPU check: not run{}",
+                    why.as_deref()
+                        .map(|w| format!(" ({})", escape_line(w)))
+                        .unwrap_or_default()
+                ))
+            );
+        }
+    }
+}
+
+/// The check column: "ok 4/4", "wrong", "error", "-" (not checked).
+fn check_cell(c: Option<&Check>, style: Style) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => match c.status {
+            CheckStatus::Passed => style.green(&format!("ok {}/{}", c.passed, c.cases)),
+            CheckStatus::WrongResults => style.red("wrong"),
+            CheckStatus::Error => style.red("error"),
+        },
     }
 }
 
@@ -162,7 +205,7 @@ fn table(o: &mut String, r: &Report, style: Style) {
     }
     let _ = writeln!(
         o,
-        "| ubatch | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{}{} status |",
+        "| ubatch | GPU check | GPU pp{p} t/s | CPU pp{p} t/s | GPU/CPU | {tokens}-token prefill time (GPU) |{}{} status |",
         if predicted { " GEMM-only pred t/s | GPU/pred |" } else { "" },
         if g610 { " G610 1 GHz pred t/s |" } else { "" },
         p = r.prompt_tokens,
@@ -170,7 +213,7 @@ fn table(o: &mut String, r: &Report, style: Style) {
     );
     let _ = writeln!(
         o,
-        "|---:|---:|---:|---:|---:|{}{}---|",
+        "|---:|---|---:|---:|---:|---:|{}{}---|",
         if predicted { "---:|---:|" } else { "" },
         if g610 { "---:|" } else { "" }
     );
@@ -192,8 +235,9 @@ fn table(o: &mut String, r: &Report, style: Style) {
         };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |{extra} {} |",
+            "| {} | {} | {} | {} | {} | {} |{extra} {} |",
             u.ubatch,
+            check_cell(u.check.as_ref(), style),
             rate(Some(&u.gpu)),
             rate(u.cpu.as_ref()),
             opt(u.gpu_cpu_ratio, &|x| format!("{}x", sig3(x))),
@@ -206,13 +250,31 @@ fn table(o: &mut String, r: &Report, style: Style) {
         Some(b) => {
             let _ = writeln!(
                 o,
-                "fastest GPU ubatch that ran: {b} (rvl serve {} uses it)",
-                escape_line(&r.model.file_name)
+                "fastest GPU ubatch that ran: {b} (rvl serve {}{} uses it)",
+                escape_line(&r.model.file_name),
+                if r.rpc.is_empty() {
+                    String::new()
+                } else {
+                    format!(" --rpc {}", escape_line(&r.rpc.join(",")))
+                }
             );
         }
         None => {
             let _ = writeln!(o, "{}", style.red("no GPU run ended ok"));
         }
+    }
+    let wrong = super::report::wrong_ubatches(&r.ubatches);
+    if !wrong.is_empty() {
+        let list: Vec<String> = wrong.iter().map(|(u, _)| u.to_string()).collect();
+        let _ = writeln!(
+            o,
+            "{}",
+            style.red(&format!(
+                "wrong results on the GPU at ubatch {}: not timed, and rvl serve never uses {}",
+                list.join(", "),
+                if wrong.len() == 1 { "it" } else { "them" }
+            ))
+        );
     }
 }
 
@@ -269,6 +331,9 @@ pub fn render_comparison(c: &Comparison, style: Style) -> String {
             "{}",
             style.yellow(&format!("warning: {}", escape_line(w)))
         );
+    }
+    if let Some(g) = &c.gpu_runs {
+        let _ = writeln!(o, "GPU runs before: {}", escape_line(g));
     }
     let _ = writeln!(o, "| ubatch | side | before | now | change |");
     let _ = writeln!(o, "|---:|---|---:|---:|---:|");

@@ -15,6 +15,10 @@ pub struct Report {
     /// Prompt tokens per llama-bench run (`-p`).
     pub prompt_tokens: u32,
     pub llama_bench: LlamaBench,
+    /// The llama.cpp RPC workers the GPU runs used besides this board (`--rpc`), as
+    /// `HOST:PORT`; empty for this board alone.
+    #[serde(default)]
+    pub rpc: Vec<String>,
     /// The Vulkan device ggml uses as rvl's own loader sees it (driver and Mesa version), when
     /// rvl could look.
     pub vulkan_device: Option<VulkanDevice>,
@@ -25,8 +29,13 @@ pub struct Report {
     /// Threads of the CPU runs (the big cores), None with `--no-cpu`.
     pub cpu_threads: Option<usize>,
     pub case_timeout_s: u64,
+    /// The test-backend-ops that checked the GPU's results before each GPU run, or why none
+    /// did (then every row's `check` is absent).
+    #[serde(default)]
+    pub check_tool: CheckTool,
     pub ubatches: Vec<UbatchRow>,
-    /// The fastest ubatch whose GPU run was ok: what `rvl serve` uses for this model.
+    /// The fastest ubatch whose GPU run was ok (its check passed or could not run): what
+    /// `rvl serve` uses for this model; never one with wrong results.
     pub best_gpu_ubatch: Option<u32>,
     /// rvl's GEMM-only prediction for the model's layer shapes (from its GGUF header), or why
     /// there is none.
@@ -80,9 +89,23 @@ pub struct VulkanDevice {
     pub driver_version: String,
 }
 
+/// Which test-backend-ops checks the GPU ubatches, and on what.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CheckTool {
+    pub path: Option<String>,
+    /// The model's weight matrices it runs (`q4_K 2048x2048`, ...), at each ubatch.
+    #[serde(default)]
+    pub shapes: Vec<String>,
+    /// Why no check ran (no tool, no weight table in the header).
+    pub not_run: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UbatchRow {
     pub ubatch: u32,
+    /// llama.cpp's Vulkan matmuls at this ubatch against its CPU backend, before the GPU run.
+    #[serde(default)]
+    pub check: Option<Check>,
     pub gpu: Case,
     pub cpu: Option<Case>,
     /// GPU t/s over CPU t/s, when both ran ok.
@@ -140,6 +163,9 @@ pub enum Status {
     Timeout,
     /// Exited 0 but printed no pp result rvl could read.
     BadOutput,
+    /// The correctness check before the run found products outside test-backend-ops' bound:
+    /// the ubatch is not timed and `rvl serve` never uses it.
+    WrongResults,
 }
 
 impl Status {
@@ -152,8 +178,51 @@ impl Status {
             Status::Failed => "failed",
             Status::Timeout => "timeout",
             Status::BadOutput => "bad output",
+            Status::WrongResults => "wrong results",
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Every product within test-backend-ops' bound (normalised mean squared error <= 5e-4).
+    Passed,
+    /// At least one product outside it, or NaN/inf where the CPU has a number.
+    WrongResults,
+    /// The check did not finish (crashed, timed out, found no Vulkan device, failed).
+    Error,
+}
+
+impl CheckStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckStatus::Passed => "passed",
+            CheckStatus::WrongResults => "wrong results",
+            CheckStatus::Error => "error",
+        }
+    }
+}
+
+/// One run of `test-backend-ops test --mul-mat ... -b Vulkan0` at one ubatch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Check {
+    pub status: CheckStatus,
+    /// Products asked for, those within the bound, those the device does not run.
+    pub cases: usize,
+    pub passed: usize,
+    pub not_supported: usize,
+    /// The first product outside the bound and what the tool said about it:
+    /// `MUL_MAT(type_a=q4_0,m=2048,n=128,k=2048): [MUL_MAT] ERR = 0.53 > 0.0005`.
+    pub first_failure: Option<String>,
+    /// How the process ended ("exit status 0", "SIGSEGV", "killed after 300 s").
+    pub exit: String,
+    /// What went wrong when the check did not finish.
+    pub detail: Option<String>,
+    #[serde(default)]
+    pub stderr_tail: Vec<String>,
+    pub seconds: f64,
+    pub argv: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,7 +269,15 @@ impl Case {
     }
 }
 
-/// The fastest ubatch whose GPU run was ok.
+/// The ubatches whose GPU results were wrong, and the first failure of each.
+pub fn wrong_ubatches(rows: &[UbatchRow]) -> Vec<(u32, String)> {
+    rows.iter()
+        .filter(|r| r.gpu.status == Status::WrongResults)
+        .map(|r| (r.ubatch, r.gpu.detail.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// The fastest ubatch whose GPU run was ok (a ubatch with wrong results has no rate).
 pub fn best_gpu_ubatch(rows: &[UbatchRow]) -> Option<u32> {
     rows.iter()
         .filter_map(|r| r.gpu.ok_rate().map(|t| (r.ubatch, t)))

@@ -21,6 +21,11 @@ pub fn record_path(env: &Env, file_name: &str) -> Option<String> {
     if file_name.is_empty() || file_name == "." || file_name == ".." || file_name.contains('/') {
         return None;
     }
+    Some(format!("{}/{file_name}.json", record_dir(env)?))
+}
+
+/// The directory of the records ([`record_path`]'s), None without a home.
+pub fn record_dir(env: &Env) -> Option<String> {
     let state = match env.get("XDG_STATE_HOME").filter(|d| d.starts_with('/')) {
         Some(d) => d.trim_end_matches('/').to_string(),
         None => format!(
@@ -30,7 +35,7 @@ pub fn record_path(env: &Env, file_name: &str) -> Option<String> {
                 .trim_end_matches('/')
         ),
     };
-    Some(format!("{state}/{RECORD_DIR}/{file_name}.json"))
+    Some(format!("{state}/{RECORD_DIR}"))
 }
 
 /// A saved prefill document (the envelope with its `prefill` section), its report read back.
@@ -75,10 +80,28 @@ pub fn load(path: &Path) -> Result<Report, Error> {
 /// The ubatch `rvl serve` takes from a recorded run of the model named `file_name`, for the
 /// llama.cpp build at `prefix` (the one serve runs): the fastest whose GPU run was ok.
 /// Otherwise why not: a record of another file, of another build (what survived one build
-/// says nothing of another: a stock one crashes above 64), or with no GPU run ok.
-pub fn serve_ubatch(record: &Report, file_name: &str, prefix: &str) -> Result<u32, String> {
+/// says nothing of another: a stock one crashes above 64), of other RPC workers (`rpc`: those
+/// serve spreads the model over, as `HOST:PORT`; a ubatch measured on one board says nothing
+/// of several), or with no GPU run ok.
+pub fn serve_ubatch(
+    record: &Report,
+    file_name: &str,
+    prefix: &str,
+    rpc: &[String],
+) -> Result<u32, String> {
     if record.model.file_name != file_name {
         return Err(format!("it is of {}", record.model.file_name));
+    }
+    if record.rpc != rpc {
+        let with = |w: &[String]| match w {
+            [] => "this board alone".to_string(),
+            w => format!("RPC workers {}", w.join(",")),
+        };
+        return Err(format!(
+            "it measured {}, not {}",
+            with(&record.rpc),
+            with(rpc)
+        ));
     }
     match record.llama_bench.rvl_prefix.as_deref() {
         Some(p) if p == prefix => {}

@@ -10,24 +10,32 @@ pub fn check_writable(output: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `entries` as `rvl-report/NAME` entries, mode 0644, mtime 0 (the archive carries no clock
-/// of its own: the doctor JSON has the facts), streamed into the gzip and the target one after
+/// One file of the bundle, borrowed from what the report holds.
+pub struct Entry<'a> {
+    pub name: &'a str,
+    pub data: &'a [u8],
+    /// Seconds since the epoch: the system file's own date, or when the report was made.
+    pub mtime: u64,
+}
+
+/// `entries` as `rvl-report/NAME` entries, mode 0644, each with its date (a triager reads
+/// when a config last changed from it), streamed into the gzip and the target one after
 /// another. A regular file is replaced whole; a FIFO or `/dev/stdout` is written through
 /// ([`crate::outfile`]).
 pub fn write_tar_gz<'a>(
     output: &Path,
-    entries: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    entries: impl IntoIterator<Item = Entry<'a>>,
 ) -> anyhow::Result<()> {
     crate::outfile::write("--output", output, |w| {
         let gz = flate2::write::GzEncoder::new(w, flate2::Compression::default());
         let mut tar = tar::Builder::new(gz);
-        for (name, data) in entries {
+        for e in entries {
             let mut header = tar::Header::new_gnu();
-            header.set_size(data.len() as u64);
+            header.set_size(e.data.len() as u64);
             header.set_mode(0o644);
-            header.set_mtime(0);
+            header.set_mtime(e.mtime);
             header.set_cksum();
-            tar.append_data(&mut header, format!("rvl-report/{name}"), data)?;
+            tar.append_data(&mut header, format!("rvl-report/{}", e.name), e.data)?;
         }
         tar.into_inner()?.finish()?;
         Ok(())

@@ -29,6 +29,9 @@ pub struct Item {
     pub source: String,
     /// How it was cut to fit, if it was (`last 200 lines, 64 KiB of 64 MiB`).
     pub cut: Option<String>,
+    /// Seconds since the epoch: the file's own modification time when it is a file of the
+    /// system; None for what the report made (dated when the bundle is written).
+    pub mtime: Option<u64>,
 }
 
 /// Something the report looked for and did not take, with why.
@@ -112,12 +115,30 @@ impl Collection {
             data,
             source: source.into(),
             cut,
+            mtime: None,
         });
     }
 
     /// Bytes the budget still allows.
     fn left(&self) -> u64 {
         BUNDLE_CAP.saturating_sub(self.bytes)
+    }
+
+    /// Dates the items added since there were `before` (none if the budget left it out) as
+    /// the system file `in_root` is.
+    fn date_since(&mut self, before: usize, root: &Root, in_root: &str) {
+        if self.items.len() == before {
+            return;
+        }
+        let mtime = root
+            .metadata(in_root)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        for item in &mut self.items[before..] {
+            item.mtime = mtime;
+        }
     }
 
     pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
@@ -131,8 +152,12 @@ impl Collection {
     /// A file larger than the budget left is not read at all.
     pub fn file(&mut self, root: &Root, in_root: &str, name: &str) {
         let cap = FILE_CAP.min(self.left());
+        let before = self.items.len();
         match root.read_capped(in_root, cap) {
-            Ok(data) => self.add(name, in_root, data),
+            Ok(data) => {
+                self.add(name, in_root, data);
+                self.date_since(before, root, in_root);
+            }
             Err(e) if cap < FILE_CAP && is_too_large(&e) => self.skip(
                 in_root,
                 format!(
@@ -175,6 +200,7 @@ impl Collection {
     /// bytes are read.
     pub fn tail(&mut self, root: &Root, in_root: &str, name: &str) {
         let max = LOG_TAIL_BYTES.min(self.left());
+        let before = self.items.len();
         match read_tail(root, in_root, max) {
             Ok((data, total)) => {
                 let (tail, cut) = last_lines(&data, LOG_TAIL_LINES, data.len() as u64 != total);
@@ -190,13 +216,15 @@ impl Collection {
                     )
                 });
                 self.add_cut(name, in_root, tail, note);
+                self.date_since(before, root, in_root);
             }
             Err(e) => self.skip(in_root, why(&e)),
         }
     }
 }
 
-/// Kernel command line, loaded modules, boot configuration, ICD manifests.
+/// Kernel command line, loaded modules, the release (it decides whether Mesa can be built),
+/// boot configuration, ICD manifests.
 pub fn system_files(root: &Root, c: &mut Collection) {
     for f in [
         "/proc/cmdline",
@@ -204,6 +232,12 @@ pub fn system_files(root: &Root, c: &mut Collection) {
         "/proc/sys/kernel/osrelease",
     ] {
         c.system_file(root, f);
+    }
+    // os-release(5): /etc's, else the vendor's copy it usually links to.
+    if root.exists("/etc/os-release") {
+        c.system_file(root, "/etc/os-release");
+    } else {
+        c.system_file(root, "/usr/lib/os-release");
     }
     for f in BOOT_FILES {
         c.system_file(root, f);
@@ -270,7 +304,9 @@ pub fn kernel_log(root: &Root, c: &mut Collection) {
                         size(LOG_TAIL_BYTES)
                     )
                 });
-                c.add_cut(format!("files{log}.gpu-lines"), log, lines, note)
+                let before = c.items.len();
+                c.add_cut(format!("files{log}.gpu-lines"), log, lines, note);
+                c.date_since(before, root, log);
             }
             Err(e) => c.skip(log, why(&e)),
         }
@@ -310,6 +346,67 @@ fn dmesg(c: &mut Collection) {
         ),
         (Err(e), _) => c.skip("dmesg", format!("dmesg did not finish: {e}")),
     }
+}
+
+/// The installed packages of the GPU stack (names matched by [`STACK_PACKAGES`]), from dpkg's
+/// database: `name version` per line.
+pub fn packages(root: &Root, c: &mut Collection) {
+    const STATUS: &str = "/var/lib/dpkg/status";
+    // Read whole (a real one is a few MiB) but never past LOG_WINDOW; only the list is kept.
+    match root.read_capped(STATUS, LOG_WINDOW) {
+        Ok(data) => {
+            let text = String::from_utf8_lossy(&data);
+            let list = stack_packages(&text);
+            let before = c.items.len();
+            c.add("packages.txt", STATUS, list.into_bytes());
+            c.date_since(before, root, STATUS);
+        }
+        Err(e) => c.skip(format!("package versions ({STATUS})"), why(&e)),
+    }
+}
+
+/// Package names (prefixes) whose versions a GPU bug report needs: Mesa and the Vulkan
+/// loader, the kernel images, the firmware, the boot menu.
+const STACK_PACKAGES: &[&str] = &[
+    "mesa-",
+    "libvulkan",
+    "libgl1-mesa",
+    "libegl-mesa",
+    "libglx-mesa",
+    "libdrm",
+    "libgbm",
+    "vulkan-tools",
+    "linux-image-",
+    "firmware-",
+    "linux-firmware",
+    "armbian-firmware",
+    "u-boot-",
+    "initramfs-tools",
+    "rvl",
+];
+
+/// `name version` of every installed package of [`STACK_PACKAGES`] in a dpkg status file,
+/// sorted.
+pub fn stack_packages(status: &str) -> String {
+    let mut out = Vec::new();
+    for para in status.split("\n\n") {
+        let field = |key: &str| {
+            para.lines()
+                .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+        };
+        let (Some(name), Some(version)) = (field("Package:"), field("Version:")) else {
+            continue;
+        };
+        let installed = field("Status:").is_some_and(|s| s.ends_with(" installed"));
+        if installed && STACK_PACKAGES.iter().any(|p| name.starts_with(p)) {
+            let arch = field("Architecture:").unwrap_or_default();
+            out.push(format!("{name}:{arch} {version}"));
+        }
+    }
+    out.sort();
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
 }
 
 /// A file outside the root the user named (`--bench FILE`).
@@ -518,6 +615,18 @@ mod tests {
         // A reader that starts mid-file drops its first (partial) line.
         let (mid, cut) = gpu_lines(&b"u: tail of a line\n[5] gpu up\n"[..], true).unwrap();
         assert_eq!((mid, cut), (b"[5] gpu up\n".to_vec(), true));
+    }
+
+    #[test]
+    fn stack_packages_lists_the_installed_gpu_stack_only() {
+        let status = "Package: mesa-vulkan-drivers\nStatus: install ok installed\nArchitecture: arm64\nVersion: 22.3.6-1+deb12u1\n\n\
+                      Package: bash\nStatus: install ok installed\nArchitecture: arm64\nVersion: 5.2.15-2\n\n\
+                      Package: linux-image-6.1.0-rockchip\nStatus: deinstall ok config-files\nArchitecture: arm64\nVersion: 1\n\n\
+                      Package: firmware-misc-nonfree\nStatus: install ok installed\nArchitecture: all\nVersion: 20230210-5\n";
+        assert_eq!(
+            stack_packages(status),
+            "firmware-misc-nonfree:all 20230210-5\nmesa-vulkan-drivers:arm64 22.3.6-1+deb12u1\n"
+        );
     }
 
     #[test]

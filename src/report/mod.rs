@@ -68,11 +68,9 @@ pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutco
     archive::check_writable(&output)?;
 
     let mut c = Collection::default();
-    c.add(
-        "doctor.json",
-        "rvl doctor --json",
-        verb_json(args, settings, "doctor")?,
-    );
+    let (doctor_json, doctor_text) = doctor_docs(args, settings)?;
+    c.add("doctor.json", "rvl doctor --json", doctor_json);
+    c.add("doctor.txt", "rvl doctor -v", doctor_text);
     c.add(
         "setup-status.json",
         "rvl setup --status --json",
@@ -84,6 +82,7 @@ pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutco
         verb_json(args, settings, "status")?,
     );
     collect::system_files(&root, &mut c);
+    collect::packages(&root, &mut c);
     collect::kernel_log(&root, &mut c);
     collect::setup_files(&root, crate::setup::journal::STATE_DIR, &mut c);
     environment(&root, settings, &mut c);
@@ -124,9 +123,21 @@ pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutco
             secrets: redactor.secrets_replaced,
         },
     };
+    // What the report made is dated now; the system's files keep their own dates.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let index = outcome.listing();
-    let entries = std::iter::once((INDEX, index.as_bytes()))
-        .chain(items.iter().map(|i| (i.name.as_str(), i.data.as_slice())));
+    let entries = std::iter::once(archive::Entry {
+        name: INDEX,
+        data: index.as_bytes(),
+        mtime: now,
+    })
+    .chain(items.iter().map(|i| archive::Entry {
+        name: &i.name,
+        data: &i.data,
+        mtime: i.mtime.unwrap_or(now),
+    }));
     archive::write_tar_gz(&outcome.output, entries)?;
     outcome.files.insert(
         0,
@@ -209,7 +220,28 @@ fn vocabulary(root: &Root, args: &ReportArgs) -> Vec<String> {
 
 /// Another verb's `--json` document, produced in-process with the same root and settings.
 /// Parsed through the real CLI so its options stay the verb's own.
-fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Result<Vec<u8>> {
+/// Doctor once, as JSON and as the text a person reads (`-v`: every check with its evidence).
+fn doctor_docs(args: &ReportArgs, settings: &Settings) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+    let parsed = cli::Cli::try_parse_from(verb_argv(args, "doctor")).map_err(|e| {
+        Error::Internal(format!("report could not build the doctor arguments: {e}"))
+    })?;
+    let cli::Command::Doctor(a) = &parsed.command else {
+        unreachable!("verb_argv names doctor")
+    };
+    let mut result = crate::doctor::run(a, settings);
+    if let Ok(crate::doctor::report::DoctorOutcome::Report(r)) = &mut result {
+        r.verbose = true;
+    }
+    let text = match &result {
+        Ok(o) => o.human(Style::plain()),
+        Err(e) => format!("rvl doctor: {e:#}\n"),
+    };
+    let json = keep_listed_env(to_json("doctor", result));
+    Ok((json, text.into_bytes()))
+}
+
+/// The arguments of `rvl VERB --json` on the report's system.
+fn verb_argv(args: &ReportArgs, verb: &str) -> Vec<std::ffi::OsString> {
     let root = args.system.root.as_os_str().to_owned();
     let mut argv: Vec<std::ffi::OsString> = vec!["rvl".into(), verb.into(), "--json".into()];
     argv.extend(["--root".into(), root]);
@@ -224,14 +256,18 @@ fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Resu
         "setup" => argv.push("--status".into()),
         _ => {}
     }
+    argv
+}
+
+fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Result<Vec<u8>> {
+    let argv = verb_argv(args, verb);
     let parsed = cli::Cli::try_parse_from(argv).map_err(|e| {
         Error::Internal(format!("report could not build the {verb} arguments: {e}"))
     })?;
     let doc = match &parsed.command {
-        cli::Command::Doctor(a) => keep_listed_env(to_json(verb, crate::doctor::run(a, settings))),
         cli::Command::Setup(a) => to_json(verb, crate::setup::run(a, settings)),
         cli::Command::Status(a) => to_json(verb, crate::status::run(a, settings)),
-        _ => unreachable!("only doctor, setup and status are run by report"),
+        _ => unreachable!("only setup and status are run by verb_json"),
     };
     Ok(doc)
 }

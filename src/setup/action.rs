@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::hint::Invocation;
 use crate::manifest::{BuildSystem, Origin};
 
 /// Where panvk comes from (the CLI's `--mesa-from`, converted at the edge).
@@ -20,6 +21,14 @@ pub struct Options {
     /// Steps to plan (empty: all).
     pub only: Vec<String>,
     pub mesa_from: MesaSource,
+    /// How setup was pointed at the system: the commands a blocked step's fix names repeat it.
+    pub hint: Invocation,
+    /// `--user NAME`: whom the access step adds to the `render` group.
+    pub user: Option<String>,
+    /// System tools that run on this machine for this root: every tool on the running system;
+    /// for an image only the stand-ins `RVL_ROOT_TOOLS` names (tests). The others are left for
+    /// the board, and the plan says so.
+    pub tools_here: Vec<String>,
     /// `--mesa-archive`: a prebuilt panvk archive on this machine, with the sha256 it must have.
     pub mesa_archive: Option<LocalArchive>,
 }
@@ -33,6 +42,16 @@ pub struct LocalArchive {
     pub sha256: String,
     pub size: u64,
 }
+
+impl Options {
+    /// Whether `tool` runs here (see [`Options::tools_here`]).
+    pub fn runs_here(&self, tool: &str) -> bool {
+        self.tools_here.iter().any(|t| t == tool)
+    }
+}
+
+/// The system tools setup may run: u-boot-menu's generator and initramfs-tools'.
+pub const TOOLS: [&str; 2] = ["u-boot-update", "update-initramfs"];
 
 impl Options {
     pub fn wants(&self, step: &str) -> bool {
@@ -102,6 +121,10 @@ pub enum Action {
         /// What the tool is expected to change, as a diff (when predictable).
         preview: Option<String>,
         verify: Option<Verify>,
+        /// True for a tool of an image (`--root`): rvl never runs an image's programs on this
+        /// machine, so the plan and the apply both leave it for the board (`deferred`).
+        #[serde(default)]
+        on_board: bool,
     },
     /// Download, verify, unpack, patch, build and install a source release into its prefix.
     BuildSource {

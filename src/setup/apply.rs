@@ -37,36 +37,163 @@ const ROOT_PATH: &[&str] = &[
 /// Downloaded artifacts by sha256.
 pub type Cache = BTreeMap<String, PathBuf>;
 
-/// Download every artifact the plan needs into `/var/lib/rvl/cache`, verified.
-pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Result<Cache> {
+/// What [`prefetch`] got: the artifacts by sha256, and the steps it could not download for
+/// because no connection could be made (offline): (step, why). Those steps are blocked; the
+/// others apply.
+#[derive(Debug, Default)]
+pub struct Prefetched {
+    pub cache: Cache,
+    pub offline: Vec<(String, String)>,
+}
+
+/// One artifact of a plan: where it comes from and what it must be.
+pub struct Artifact {
+    pub origin: Origin,
+    pub sha256: String,
+    pub size: Option<u64>,
+}
+
+impl Artifact {
+    /// Every artifact an action downloads: a build tool's archives, or what it installs or
+    /// builds.
+    pub fn all(action: &Action) -> Vec<Artifact> {
+        match action {
+            Action::BuildTool { archives, .. } => archives
+                .iter()
+                .map(|a| Artifact {
+                    origin: Origin::Url(a.url.clone()),
+                    sha256: a.sha256.clone(),
+                    size: Some(a.size),
+                })
+                .collect(),
+            _ => Artifact::of(action).into_iter().collect(),
+        }
+    }
+
+    /// The artifact an action installs or builds, if any.
+    pub fn of(action: &Action) -> Option<Artifact> {
+        let (origin, sha256, size) = match action {
+            Action::InstallArtifact {
+                url, sha256, size, ..
+            }
+            | Action::InstallPrebuilt {
+                url, sha256, size, ..
+            } => (Origin::Url(url.clone()), sha256, Some(*size)),
+            Action::BuildSource {
+                origin,
+                sha256,
+                size,
+                ..
+            } => (origin.clone(), sha256, *size),
+            _ => return None,
+        };
+        Some(Artifact {
+            origin,
+            sha256: sha256.clone(),
+            size,
+        })
+    }
+
+    /// Its file name in a cache (`/var/lib/rvl/cache`, `--cache DIR`): the sha256 and the
+    /// archive suffix of the URL's (or pip's) file name, never the name itself.
+    pub fn name(&self) -> String {
+        match &self.origin {
+            Origin::Url(url) => cache_name(url, &self.sha256),
+            Origin::Pip(pip) => format!("{}{}", self.sha256, archive_suffix(&pip.filename)),
+        }
+    }
+
+    /// What it is, for messages.
+    pub fn what(&self) -> String {
+        match &self.origin {
+            Origin::Url(url) => url.clone(),
+            Origin::Pip(pip) => format!("pip download {}", pip.requirement),
+        }
+    }
+
+    /// Download it to `dest` (a host path whose directory exists), verified.
+    pub fn download(&self, dest: &Path, opts: &fetch::Options) -> anyhow::Result<PathBuf> {
+        match &self.origin {
+            Origin::Url(url) => {
+                let req = fetch::Request {
+                    url: url.clone(),
+                    sha256: self.sha256.clone(),
+                    size: self.size,
+                    max_size: self.size.unwrap_or(crate::manifest::SOURCE_MAX_SIZE),
+                };
+                fetch::download(&req, dest, opts).map_err(Error::from)?;
+                Ok(dest.to_path_buf())
+            }
+            Origin::Pip(pip) => {
+                // The manifest refuses a pip source without a size.
+                let size = self.size.expect("pip sources pin their size");
+                let req = fetch::pip::Request {
+                    pip,
+                    sha256: &self.sha256,
+                    size,
+                };
+                fetch::pip::download(&req, dest, opts.progress)
+            }
+        }
+    }
+
+    /// Its copy in `--cache DIR`, when there is one: it must match the pinned sha256 (and
+    /// size), or setup stops before anything changed.
+    pub fn from_local(&self, dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+        let path = dir.join(self.name());
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            _ => return Ok(None),
+        }
+        fetch::verify_pinned(&path.display().to_string(), &path, &self.sha256, self.size).map_err(
+            |e| {
+                Error::BadInput(format!(
+                    "--cache: {e}; remove it and run `rvl setup --download-only --cache {}` again",
+                    crate::shell::quote(&dir.display().to_string())
+                ))
+            },
+        )?;
+        Ok(Some(path))
+    }
+}
+
+impl From<&crate::manifest::Source> for Artifact {
+    fn from(s: &crate::manifest::Source) -> Self {
+        Artifact {
+            origin: s.origin.clone(),
+            sha256: s.sha256.clone(),
+            size: s.size,
+        }
+    }
+}
+
+/// When `e` says no connection could be made (offline), as opposed to a bad download: what.
+fn unreachable(e: &anyhow::Error) -> Option<String> {
+    match e.downcast_ref::<Error>() {
+        Some(Error::Fetch(f)) if f.is_unreachable() => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+/// Get every artifact the plan needs into `/var/lib/rvl/cache`, verified: from `local`
+/// (`--cache DIR`) when it has it, else downloaded. Once a connection cannot be made, no
+/// further download is tried: the steps that needed one are returned as offline, and the
+/// steps that need nothing more apply.
+pub fn prefetch(
+    root: &Root,
+    plan: &Plan,
+    opts: &fetch::Options,
+    local: Option<&Path>,
+) -> anyhow::Result<Prefetched> {
     let state = StateDir::new(root);
     let dir = state.host("cache");
-    let mut cache = Cache::new();
+    let mut got = Prefetched::default();
+    let mut offline: Option<String> = None;
     for step in &plan.steps {
-        let archives = step.actions.iter().flat_map(|a| match a {
-            Action::BuildTool { archives, .. } => archives.as_slice(),
-            _ => &[],
-        });
-        for a in archives {
-            if cache.contains_key(&a.sha256) {
-                continue;
-            }
-            state.ensure_dir("cache")?;
-            let name = cache_name(&a.url, &a.sha256);
-            clear_non_files(root, &state.path("cache").join(&name))?;
-            let dest = dir.join(name);
-            let req = fetch::Request {
-                url: a.url.clone(),
-                sha256: a.sha256.clone(),
-                size: Some(a.size),
-                max_size: a.size,
-            };
-            fetch::download(&req, &dest, opts).map_err(Error::from)?;
-            cache.insert(a.sha256.clone(), dest);
-        }
+        // A local archive (--mesa-archive) needs no network: copied in and verified.
         for action in &step.actions {
             if let Action::InstallArchive { archive, .. } = action {
-                if cache.contains_key(&archive.sha256) {
+                if got.cache.contains_key(&archive.sha256) {
                     continue;
                 }
                 state.ensure_dir("cache")?;
@@ -79,57 +206,44 @@ pub fn prefetch(root: &Root, plan: &Plan, opts: &fetch::Options) -> anyhow::Resu
                 clear_non_files(root, &state.path("cache").join(&name))?;
                 let dest = dir.join(&name);
                 copy_verified(archive, &dest)?;
-                cache.insert(archive.sha256.clone(), dest);
+                got.cache.insert(archive.sha256.clone(), dest);
+            }
+        }
+        for art in step.actions.iter().flat_map(Artifact::all) {
+            if got.cache.contains_key(&art.sha256) {
                 continue;
             }
-            let (origin, sha256, size) = match action {
-                Action::InstallArtifact {
-                    url, sha256, size, ..
-                }
-                | Action::InstallPrebuilt {
-                    url, sha256, size, ..
-                } => (Origin::Url(url.clone()), sha256, Some(*size)),
-                Action::BuildSource {
-                    origin,
-                    sha256,
-                    size,
-                    ..
-                } => (origin.clone(), sha256, *size),
-                _ => continue,
-            };
-            if cache.contains_key(sha256) {
+            if let Some(path) = local.map(|d| art.from_local(d)).transpose()?.flatten() {
+                got.cache.insert(art.sha256.clone(), path);
                 continue;
+            }
+            if let Some(first) = &offline {
+                got.offline.push((
+                    step.step.clone(),
+                    format!("needs {}, not tried: {first}", art.what()),
+                ));
+                break;
             }
             // No link on the way to the cache, and none planted at a name the download writes.
             state.ensure_dir("cache")?;
-            let dest = match &origin {
-                Origin::Url(url) => {
-                    let name = cache_name(url, sha256);
-                    clear_non_files(root, &state.path("cache").join(&name))?;
-                    let dest = dir.join(name);
-                    let req = fetch::Request {
-                        url: url.clone(),
-                        sha256: sha256.clone(),
-                        size,
-                        max_size: size.unwrap_or(crate::manifest::SOURCE_MAX_SIZE),
-                    };
-                    fetch::download(&req, &dest, opts).map_err(Error::from)?;
-                    dest
+            let name = art.name();
+            clear_non_files(root, &state.path("cache").join(&name))?;
+            match art.download(&dir.join(&name), opts) {
+                Ok(dest) => {
+                    got.cache.insert(art.sha256.clone(), dest);
                 }
-                Origin::Pip(pip) => {
-                    let name = format!("{sha256}{}", archive_suffix(&pip.filename));
-                    clear_non_files(root, &state.path("cache").join(&name))?;
-                    let dest = dir.join(name);
-                    // The manifest refuses a pip source without a size.
-                    let size = size.expect("pip sources pin their size");
-                    let req = fetch::pip::Request { pip, sha256, size };
-                    fetch::pip::download(&req, &dest, opts.progress)?
+                Err(e) if unreachable(&e).is_some() => {
+                    let why = unreachable(&e).unwrap_or_default();
+                    got.offline
+                        .push((step.step.clone(), format!("cannot download {why}")));
+                    offline = Some(why);
+                    break;
                 }
-            };
-            cache.insert(sha256.clone(), dest);
+                Err(e) => return Err(e),
+            }
         }
     }
-    Ok(cache)
+    Ok(got)
 }
 
 /// Copy a local archive into the cache through a `.part` file, and keep it only once its size
@@ -208,6 +322,8 @@ pub struct Outcome {
 #[derive(Debug, Clone, Default)]
 pub struct Tools {
     pub stand_ins: Option<PathBuf>,
+    /// How setup was pointed at the system, for the commands an error names.
+    pub hint: crate::hint::Invocation,
 }
 
 /// Run every step of `plan` in one transaction.
@@ -253,7 +369,7 @@ pub fn apply(
                         "step {} failed: {err}\nEverything this run changed was put back (transaction {id}).",
                         step.step
                     )).into()),
-                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err}\nand undoing it failed too: {}\n`rvl setup --status` shows what is left", step.step, crate::error::one_line(&undo))).into()),
+                Err(undo) => Err(Error::RollbackIncomplete(format!("step {} failed: {err}\nand undoing it failed too: {}\n`{}` shows what is left", step.step, crate::error::one_line(&undo), tools.hint.read_only("setup", "--status", false))).into()),
             };
         }
         fault::step_done(&step.step);
@@ -325,28 +441,31 @@ fn run_action(
             args,
             changes,
             verify,
+            on_board,
             ..
         } => {
             for c in changes {
                 txn.record(c, step)?;
             }
-            match how_to_run(txn.root(), tool, ctx.tools)? {
-                ToolRun::Program(program) => run_tool_program(txn.root(), tool, &program, args)?,
-                ToolRun::NotRun(why) => {
+            // The plan said where the tool runs; apply does just that (and still fails a
+            // tool the image does not have).
+            match (how_to_run(txn.root(), tool, ctx.tools)?, on_board) {
+                (ToolRun::Program(program), false) => {
+                    run_tool_program(txn.root(), tool, &program, args)?
+                }
+                (ToolRun::NotRun(why), true) => {
                     let cmd = shell_line(tool, args);
-                    if let (Some(Verify::ExtlinuxDefaultBoots { path, release }), "u-boot-update") =
-                        (verify, tool.as_str())
-                    {
-                        let label = set_extlinux_default(txn, step, path, release)?;
-                        ctx.deferred.push(format!(
-                            "{step}: `{cmd}` was not run ({why}); rvl set `default {label}` in {path} itself, and rvl.conf keeps it when u-boot-update next runs on the board"
-                        ));
-                    } else {
-                        ctx.deferred.push(format!(
-                            "{step}: `{cmd}` was not run ({why}); run `sudo {cmd}` on the board once it is booted from this image"
-                        ));
-                        return Ok(());
-                    }
+                    ctx.deferred.push(format!(
+                        "{step}: `{cmd}` was not run ({why}); run `sudo {cmd}` on the board once it is booted from this image"
+                    ));
+                    return Ok(());
+                }
+                (_, on_board) => {
+                    return Err(Error::Internal(format!(
+                        "the plan has `{tool}` run {}, apply found otherwise",
+                        if *on_board { "on the board" } else { "here" }
+                    ))
+                    .into())
                 }
             }
             if let Some(v) = verify {
@@ -496,49 +615,11 @@ pub fn apt_policy(root: &Root, tools: &Tools, names: &[String]) -> Option<String
 
 /// `tool args`, each word shell-quoted when it needs it (for the command a person runs).
 fn shell_line(tool: &str, args: &[String]) -> String {
-    let quote = |w: &str| {
-        if !w.is_empty()
-            && w.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_./=:+,@".contains(&b))
-        {
-            w.to_string()
-        } else {
-            format!("'{}'", w.replace('\'', "'\\''"))
-        }
-    };
     std::iter::once(tool)
         .chain(args.iter().map(String::as_str))
-        .map(quote)
+        .map(crate::shell::quote)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// rvl's own regeneration of what u-boot-update would change for the kernel step: the
-/// `default` line of extlinux.conf, set to the first label that boots `release`.
-fn set_extlinux_default(
-    txn: &mut Txn,
-    step: &str,
-    path: &str,
-    release: &str,
-) -> anyhow::Result<String> {
-    let text = txn
-        .root()
-        .read_string(path)
-        .map_err(|e| Error::io("cannot read", txn.root().join(path), e))?;
-    let mut e = Extlinux::parse(&text);
-    let Some(label) = e
-        .entries_for_release(release)
-        .map(|en| en.label.clone())
-        .next()
-    else {
-        return Err(Error::StepFailed(format!(
-            "{path} has no label that boots {release}; run `sudo u-boot-update` on the board, then rvl setup again"
-        ))
-        .into());
-    };
-    e.set_default(&label);
-    txn.write_file(path, e.render().as_bytes(), 0o644, step)?;
-    Ok(label)
 }
 
 /// Run `tool` (live or a stand-in for a root), failing with what it said.
@@ -1052,6 +1133,7 @@ mod tests {
         fs::set_permissions(&stand_in, fs::Permissions::from_mode(0o755)).unwrap();
         let tools = Tools {
             stand_ins: Some(bin.path().to_path_buf()),
+            hint: Default::default(),
         };
         let err = run_tool(&root, "u-boot-update", &[], &tools)
             .unwrap_err()

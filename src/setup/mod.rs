@@ -27,8 +27,6 @@ pub mod rollback;
 pub mod steps;
 pub mod target;
 
-use std::os::unix::fs::MetadataExt;
-
 use crate::bootcfg::armbian::ARMBIAN_ENV;
 use crate::bootcfg::ubootmenu::EXTLINUX_CONF;
 use crate::error::Error;
@@ -44,12 +42,15 @@ use outcome::{ApplyReport, Place, PlanReport, RollbackReport, SetupOutcome, Stat
 /// confirmation prompt, progress on stderr) is for people; the outcome is printed by `main`.
 pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOutcome> {
     fault::configure(settings.vars.fault.as_deref());
+    if args.download_only {
+        return download_only(args, settings);
+    }
     let root = Root::open_dir(&args.system.root)?;
     if args.status {
-        return status(&root);
+        return status(&root, hint(&root, args));
     }
     if args.rollback {
-        return rollback(&root, args);
+        return rollback(&root, args, settings);
     }
     let run = Run::prepare(args, settings, root)?;
     if args.dry_run {
@@ -57,6 +58,15 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
     } else {
         run.apply()
     }
+}
+
+/// How setup was pointed at the system, for the commands its output suggests.
+fn hint(root: &Root, args: &cli::SetupArgs) -> crate::hint::Invocation {
+    root.invocation(
+        args.system.board.as_deref(),
+        args.system.profiles.as_deref(),
+        args.manifest.as_deref(),
+    )
 }
 
 /// A planning run: what it knows before it reads the system, and how it plans from it.
@@ -79,10 +89,28 @@ impl<'a> Run<'a> {
         root: Root,
     ) -> anyhow::Result<Self> {
         plan::check_only(&args.only)?;
+        target::check_machine(&root, args.system.board.as_deref())?;
         let profiles = Profiles::load(args.system.profiles.as_deref())?;
         let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
         let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+        let hint = hint(&root, args).with_board(Some(&target.board));
         let opts = action::Options {
+            hint: hint.clone(),
+            user: args.user.clone(),
+            // On the running system every tool runs from PATH; for an image only the
+            // stand-ins of RVL_ROOT_TOOLS do (tests): the others are the board's to run.
+            tools_here: action::TOOLS
+                .iter()
+                .filter(|t| {
+                    root.is_live()
+                        || settings
+                            .vars
+                            .root_tools
+                            .as_ref()
+                            .is_some_and(|d| d.join(t).is_file())
+                })
+                .map(|t| t.to_string())
+                .collect(),
             only: args.only.clone(),
             mesa_from: match args.mesa_from {
                 cli::MesaFrom::Source => action::MesaSource::Source,
@@ -95,7 +123,7 @@ impl<'a> Run<'a> {
         Ok(Run {
             args,
             settings,
-            place: Place::of(&root),
+            place: Place::of(&root, hint),
             root,
             target,
             manifest,
@@ -111,6 +139,7 @@ impl<'a> Run<'a> {
         if self.opts.wants("mesa") && self.opts.mesa_from == action::MesaSource::Source {
             let tools = apply::Tools {
                 stand_ins: self.settings.vars.root_tools.clone(),
+                hint: self.opts.hint.clone(),
             };
             facts.apt_policy =
                 apply::apt_policy(&self.root, &tools, &crate::builddeps::policy_names());
@@ -145,6 +174,23 @@ impl<'a> Run<'a> {
         }))
     }
 
+    /// What to do about a download that cannot connect: fetch the same files where there is
+    /// network, then point setup here at them.
+    fn offline_fix(&self) -> String {
+        let mut elsewhere = String::from("rvl setup --download-only --cache DIR");
+        if let Some(m) = &self.args.manifest {
+            elsewhere.push_str(" --manifest ");
+            elsewhere.push_str(&crate::shell::quote(&m.display().to_string()));
+        }
+        if self.args.mesa_from == cli::MesaFrom::Prebuilt {
+            elsewhere.push_str(" --mesa-from prebuilt");
+        }
+        format!(
+            "on a machine with network: `{elsewhere}`, copy DIR here, then: {}",
+            self.opts.hint.setup("--cache DIR")
+        )
+    }
+
     /// plan → confirm → prefetch → apply → re-plan, under the lock, after recovery.
     fn apply(&self) -> anyhow::Result<SetupOutcome> {
         require_write_access(&self.root)?;
@@ -163,21 +209,36 @@ impl<'a> Run<'a> {
             return Ok(SetupOutcome::Apply(report));
         }
         if !self.args.json {
-            output::print_text(&render::plan_text(
+            self.settings.print(&render::plan_text(
                 &report.plan,
                 &self.place.desc,
                 self.settings.style,
             ));
         }
-        confirm(self.args.yes, self.settings)?;
+        confirm(self.args.yes, self.settings, Confirm::Apply)?;
         let progress = self.settings.progress_style(self.args.json);
         let fetch_opts = fetch::Options {
             progress,
             ..fetch_options(&self.settings.vars)?
         };
-        let cache = apply::prefetch(&self.root, &report.plan, &fetch_opts)?;
+        let fetched = apply::prefetch(
+            &self.root,
+            &report.plan,
+            &fetch_opts,
+            self.args.cache.as_deref(),
+        )?;
+        // Offline: the steps that needed a download are blocked, the others apply.
+        for (step, why) in fetched.offline {
+            let fix = self.offline_fix();
+            report.plan.block(&step, why, fix);
+        }
+        if report.plan.is_empty() {
+            return Ok(SetupOutcome::Apply(report));
+        }
+        let cache = fetched.cache;
         let tools = apply::Tools {
             stand_ins: self.settings.vars.root_tools.clone(),
+            hint: self.opts.hint.clone(),
         };
         let done = apply::apply(
             &self.root,
@@ -192,6 +253,98 @@ impl<'a> Run<'a> {
         report.remaining = Some(self.plan()?.step_names());
         Ok(SetupOutcome::Apply(report))
     }
+}
+
+/// `--download-only --cache DIR`: every artifact the wanted steps may need (whatever the
+/// board has already), downloaded into DIR under the names setup's cache uses and checked
+/// against the manifest's sha256. Needs no board and changes no system.
+fn download_only(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOutcome> {
+    plan::check_only(&args.only)?;
+    let dir = args
+        .cache
+        .as_deref()
+        .expect("clap: --download-only requires --cache");
+    let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
+    let wants = |step: &str| args.only.is_empty() || args.only.iter().any(|s| s == step);
+    let mut want: Vec<(&str, apply::Artifact)> = Vec::new();
+    if wants("firmware") {
+        if let Some(fw) = manifest.recommended_firmware() {
+            if let Some(url) = &fw.url {
+                want.push((
+                    "firmware",
+                    apply::Artifact {
+                        origin: crate::manifest::Origin::Url(url.clone()),
+                        sha256: fw.sha256.clone(),
+                        size: Some(fw.size),
+                    },
+                ));
+            }
+        }
+    }
+    if wants("mesa") {
+        match args.mesa_from {
+            cli::MesaFrom::Source => {
+                want.extend(manifest.source("mesa").map(|s| ("mesa", s.into())));
+                // Where the board's release has no new enough meson or SPIRV-Tools, setup
+                // builds them from these (which it needs depends on the board: fetch all).
+                want.extend(manifest.build_tools.iter().map(|t| {
+                    (
+                        "mesa",
+                        apply::Artifact {
+                            origin: crate::manifest::Origin::Url(t.url.clone()),
+                            sha256: t.sha256.clone(),
+                            size: Some(t.size),
+                        },
+                    )
+                }));
+            }
+            cli::MesaFrom::Prebuilt => want.extend(
+                manifest
+                    .prebuilt
+                    .iter()
+                    .filter(|p| p.arch == "aarch64")
+                    .map(|p| {
+                        (
+                            "mesa",
+                            apply::Artifact {
+                                origin: crate::manifest::Origin::Url(p.url.clone()),
+                                sha256: p.sha256.clone(),
+                                size: Some(p.size),
+                            },
+                        )
+                    }),
+            ),
+        }
+    }
+    if wants("llama-cpp") {
+        want.extend(
+            manifest
+                .source("llama.cpp")
+                .map(|s| ("llama-cpp", s.into())),
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("cannot create", dir, e))?;
+    let opts = fetch::Options {
+        progress: settings.progress_style(args.json),
+        ..fetch_options(&settings.vars)?
+    };
+    let mut files = Vec::new();
+    for (step, art) in want {
+        let dest = dir.join(art.name());
+        let fetched = art.from_local(dir).ok().flatten().is_none();
+        art.download(&dest, &opts)?;
+        files.push(outcome::CachedFile {
+            step: step.to_string(),
+            file: art.name(),
+            from: art.what(),
+            sha256: art.sha256.clone(),
+            fetched,
+        });
+    }
+    Ok(SetupOutcome::Download(outcome::DownloadReport {
+        cache: dir.display().to_string(),
+        files,
+    }))
 }
 
 /// Most bytes a `--mesa-archive` may have (a panvk prefix packs to about 10 MB).
@@ -295,6 +448,7 @@ fn gather(
         ARMBIAN_ENV,
         paths::GROUP_FILE,
         paths::GSHADOW_FILE,
+        paths::PASSWD_FILE,
         paths::ICD_FILE,
         paths::ENVIRONMENT_D_FILE,
         paths::PROFILE_D_FILE,
@@ -323,7 +477,11 @@ fn gather(
         ]
         .concat(),
         listed_dirs: vec!["/boot".into(), "/boot/dtbo".into()],
-        sudo_user: settings.vars.sudo_user.clone(),
+        // The person behind `sudo` is this machine's: an image's users are its own.
+        sudo_user: root
+            .is_live()
+            .then(|| settings.vars.sudo_user.clone())
+            .flatten(),
     };
     host::gather::setup_facts(root, &probe)
 }
@@ -361,12 +519,7 @@ fn fetch_options(vars: &RvlVars) -> anyhow::Result<fetch::Options> {
 
 /// Changing the system needs root, unless `--root` is a tree the user owns.
 fn require_write_access(root: &Root) -> anyhow::Result<()> {
-    if fsops::is_root() {
-        return Ok(());
-    }
-    let uid = rustix::process::geteuid().as_raw();
-    let owned = !root.is_live() && std::fs::metadata(root.base()).is_ok_and(|m| m.uid() == uid);
-    if owned {
+    if !root.needs_root_to_change() {
         Ok(())
     } else {
         Err(Error::NeedsRoot(
@@ -376,37 +529,59 @@ fn require_write_access(root: &Root) -> anyhow::Result<()> {
     }
 }
 
-fn confirm(yes: bool, settings: &Settings) -> anyhow::Result<()> {
+/// What is being confirmed: apply and rollback ask and refuse alike.
+#[derive(Clone, Copy)]
+enum Confirm {
+    Apply,
+    Rollback,
+}
+
+/// Go on only with `--yes` or a "yes" typed on a terminal; without a terminal, refuse (exit 9)
+/// with nothing changed.
+fn confirm(yes: bool, settings: &Settings, what: Confirm) -> anyhow::Result<()> {
     if yes {
         return Ok(());
     }
+    let (verb, flag_does, prompt) = match what {
+        Confirm::Apply => ("applying", "apply", "Apply this plan?"),
+        Confirm::Rollback => (
+            "rolling back",
+            "roll back; --rollback --dry-run shows what it would do",
+            "Roll back these runs?",
+        ),
+    };
     if !settings.can_prompt() {
-        return Err(Error::NotConfirmed(
-            "not applying: no terminal to ask for confirmation; pass --yes to apply (nothing was changed)".into(),
-        )
+        return Err(Error::NotConfirmed(format!(
+            "not {verb}: no terminal to ask for confirmation; pass --yes to {flag_does} (nothing was changed)"
+        ))
         .into());
     }
     let ok = dialoguer::Confirm::new()
-        .with_prompt("Apply this plan?")
+        .with_prompt(prompt)
         .default(false)
         .interact()
         .unwrap_or(false);
     if ok {
         Ok(())
     } else {
-        Err(Error::NotConfirmed("not applying: declined (nothing was changed)".into()).into())
+        Err(Error::NotConfirmed(format!("not {verb}: declined (nothing was changed)")).into())
     }
 }
 
 /// `--rollback`: undo the applied runs (all, or `--run ID`), newest first; `--dry-run` only
 /// says what that would do.
-fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> {
+fn rollback(
+    root: &Root,
+    args: &cli::SetupArgs,
+    settings: &Settings,
+) -> anyhow::Result<SetupOutcome> {
+    let place = Place::of(root, hint(root, args));
     let opts = rollback::Options {
         force: args.force,
         run: args.run.clone(),
         dry_run: args.dry_run,
+        hint: place.hint.clone(),
     };
-    let place = Place::of(root);
     if opts.dry_run {
         let pending = journal::StateDir::new(root).load_journal()?;
         let runs = journal::rollback(root, &opts)?;
@@ -426,6 +601,24 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
     let recovered = recover(root, args.json)?;
+    // As apply: shown, then confirmed on a terminal or by --yes, never done unasked.
+    let preview = journal::rollback(
+        root,
+        &rollback::Options {
+            dry_run: true,
+            ..opts.clone()
+        },
+    )?;
+    if !preview.is_empty() && !args.yes {
+        if !args.json && settings.can_prompt() {
+            let shown = RollbackReport::new(true, recovered.clone(), None, preview, place.clone());
+            settings.print(&output::Outcome::human(
+                &SetupOutcome::Rollback(shown),
+                settings.style,
+            ));
+        }
+        confirm(false, settings, Confirm::Rollback)?;
+    }
     let mut runs = journal::rollback(root, &opts)?;
     // What finishing an interrupted rollback did is this run's work too: listed first, so
     // the report says what was put back instead of "Nothing to roll back".
@@ -444,13 +637,13 @@ fn rollback(root: &Root, args: &cli::SetupArgs) -> anyhow::Result<SetupOutcome> 
 }
 
 /// `--status`: the runs setup applied or rolled back, and any interrupted run.
-fn status(root: &Root) -> anyhow::Result<SetupOutcome> {
+fn status(root: &Root, hint: crate::hint::Invocation) -> anyhow::Result<SetupOutcome> {
     let dir = journal::StateDir::new(root);
     let st = dir.load_state()?;
     Ok(SetupOutcome::Status(StatusReport {
         applied: st.transactions,
         rolled_back: st.rolled_back,
         interrupted: dir.load_journal()?,
-        place: Place::of(root),
+        place: Place::of(root, hint),
     }))
 }

@@ -13,6 +13,7 @@ use super::plan::Plan;
 use super::render;
 use super::rollback::{self, Act, RunUndo};
 use crate::exit;
+use crate::hint::Invocation;
 use crate::host::Root;
 use crate::output::{escape_control, escape_line, Outcome, Style};
 
@@ -27,6 +28,54 @@ pub enum SetupOutcome {
     Rollback(RollbackReport),
     /// `--status`: the applied transactions and any interrupted run.
     Status(StatusReport),
+    /// `--download-only`: the artifacts now in `--cache DIR`.
+    Download(DownloadReport),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DownloadReport {
+    /// The `--cache` directory.
+    pub cache: String,
+    pub files: Vec<CachedFile>,
+}
+
+/// One verified artifact in the `--cache` directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct CachedFile {
+    /// The step that uses it.
+    pub step: String,
+    /// Its name in the directory.
+    pub file: String,
+    /// The URL (or `pip download REQ`) it came from.
+    pub from: String,
+    pub sha256: String,
+    /// False when the directory already held it, verified.
+    pub fetched: bool,
+}
+
+impl DownloadReport {
+    fn human(&self, style: Style) -> String {
+        let mut s = String::new();
+        for f in &self.files {
+            let _ = writeln!(
+                s,
+                "{} {} ({}): {}{}",
+                style.green("✓"),
+                escape_control(&f.file),
+                f.step,
+                escape_control(&f.from),
+                if f.fetched { "" } else { " (already there)" }
+            );
+        }
+        let _ = writeln!(
+            s,
+            "{} in {}, sha256 checked; copy it to the board and run: sudo rvl setup --board BOARD --cache {}",
+            plural(self.files.len(), "file", "files"),
+            escape_control(&self.cache),
+            crate::shell::quote(&self.cache)
+        );
+        s
+    }
 }
 
 /// How the root is named in human output (never in JSON).
@@ -34,26 +83,20 @@ pub enum SetupOutcome {
 pub struct Place {
     /// "this system" or "root DIR".
     pub desc: String,
-    /// "" or " --root DIR", for the commands the output suggests.
-    pub flag: String,
+    /// How setup was run: the commands the output suggests repeat its `--root` (and board).
+    pub hint: Invocation,
 }
 
 impl Place {
-    pub fn of(root: &Root) -> Place {
-        if root.is_live() {
-            Place {
-                desc: "this system".into(),
-                flag: String::new(),
-            }
+    pub fn of(root: &Root, hint: Invocation) -> Place {
+        let desc = if root.is_live() {
+            "this system".to_string()
         } else {
-            // The directory is the user's, and may hold any byte: escaped for the terminal,
-            // and one shell word in the commands the output suggests.
-            let dir = root.base().display().to_string();
-            Place {
-                desc: format!("root {}", escape_line(&dir)),
-                flag: format!(" --root {}", escape_line(&crate::shell::quote(&dir))),
-            }
-        }
+            // The directory is the user's, and may hold any byte: escaped for the terminal
+            // (the commands the output suggests quote it as one shell word).
+            format!("root {}", escape_line(&root.base().display().to_string()))
+        };
+        Place { desc, hint }
     }
 }
 
@@ -158,6 +201,7 @@ impl Outcome for SetupOutcome {
             SetupOutcome::Apply(r) => r.human(style),
             SetupOutcome::Rollback(r) => r.human(style),
             SetupOutcome::Status(r) => r.human(),
+            SetupOutcome::Download(r) => r.human(style),
         }
     }
 }
@@ -174,11 +218,11 @@ impl ApplyReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "\n{} applied {} ({}); undo with: sudo rvl setup --rollback{}",
+            "\n{} applied {} ({}); undo with: {}",
             style.green("✓"),
             plural(outcome.steps.len(), "step", "steps"),
             outcome.steps.join(", "),
-            self.place.flag
+            self.place.hint.setup_journal("--rollback")
         );
         for d in &outcome.deferred {
             let _ = writeln!(s, "{} {}", style.yellow("!"), d);
@@ -187,9 +231,10 @@ impl ApplyReport {
         if !remaining.is_empty() {
             let _ = writeln!(
                 s,
-                "{} a new plan still lists: {} (see `rvl setup --dry-run`)",
+                "{} a new plan still lists: {} (see `{}`)",
                 style.yellow("!"),
-                remaining.join(", ")
+                remaining.join(", "),
+                self.place.hint.read_only("setup", "--dry-run", true)
             );
         }
         render::blocked_text(&mut s, &self.plan, style);
@@ -198,7 +243,13 @@ impl ApplyReport {
             .iter()
             .any(|s| s == "kernel" || s == "gpu-overlay")
         {
-            let _ = writeln!(s, "Reboot to start the new kernel / device tree.");
+            let _ = writeln!(
+                s,
+                "{}",
+                self.place
+                    .hint
+                    .reboot_advice("the new kernel / device tree")
+            );
         }
         s
     }
@@ -271,12 +322,12 @@ impl RollbackReport {
         if !self.refused.is_empty() && !self.dry_run {
             let _ = writeln!(
                 s,
-                "{} rollback incomplete: {} left as {} (see above); `rvl setup --status{}` lists them, `sudo rvl setup --rollback --force{}` puts the saved copies back",
+                "{} rollback incomplete: {} left as {} (see above); `{}` lists them, `{}` puts the saved copies back",
                 style.yellow("!"),
                 plural(self.refused.len(), "path", "paths"),
                 if self.refused.len() == 1 { "it is" } else { "they are" },
-                self.place.flag,
-                self.place.flag
+                self.place.hint.read_only("setup", "--status", false),
+                self.place.hint.setup_journal("--rollback --force")
             );
         } else if !self.dry_run {
             let _ = writeln!(s, "{} rolled back", style.green("✓"));
@@ -308,9 +359,9 @@ impl StatusReport {
         for t in self.applied.iter().rev() {
             let state = match t.partly_rolled_back {
                 Some(at) => format!(
-                    "partly rolled back at {}; these were refused (rvl setup --rollback --force{} puts them back)",
+                    "partly rolled back at {}; these were refused (`{}` puts them back)",
                     rollback::utc(at),
-                    self.place.flag
+                    self.place.hint.setup_journal("--rollback --force")
                 ),
                 None => "not rolled back".to_string(),
             };
@@ -340,10 +391,12 @@ impl StatusReport {
         if let Some(j) = &self.interrupted {
             let _ = writeln!(
                 s,
-                "! an interrupted {} run ({}, {} touched) is pending: the next `sudo rvl setup` or `sudo rvl setup --rollback` finishes it",
+                "! an interrupted {} run ({}, {} touched) is pending: the next `{}` or `{}` finishes it",
                 j.kind,
                 escape_control(&j.id),
-                plural(j.entries.len(), "path", "paths")
+                plural(j.entries.len(), "path", "paths"),
+                self.place.hint.setup(""),
+                self.place.hint.setup_journal("--rollback")
             );
         }
         s
@@ -371,7 +424,7 @@ mod tests {
             plan: empty_plan(),
             outcome: None,
             remaining: None,
-            place: Place::of(&Root::new("/tmp/x")),
+            place: Place::of(&Root::new("/tmp/x"), Invocation::default()),
         });
         let v = serde_json::to_value(&out).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -381,7 +434,7 @@ mod tests {
             applied: Vec::new(),
             rolled_back: Vec::new(),
             interrupted: None,
-            place: Place::of(&Root::new("/tmp/x")),
+            place: Place::of(&Root::new("/tmp/x"), Invocation::default()),
         });
         let v = serde_json::to_value(&status).unwrap();
         assert_eq!(v["mode"], "status");

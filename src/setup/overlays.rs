@@ -132,6 +132,22 @@ mod tests {
     }
 
     #[test]
+    fn each_overlay_points_mali_supply_at_the_regulator_its_boards_profiles_name() {
+        let profiles = crate::profile::Profiles::builtin().unwrap();
+        for o in OVERLAYS {
+            for board in o.boards {
+                let p = profiles.by_id(board).unwrap();
+                let label = p.gpu.supply.as_deref().expect("gpu.supply");
+                assert!(
+                    o.source.contains(&format!("mali-supply = <&{label}>;")),
+                    "{} for {board}",
+                    o.name
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_missing_dtc_is_reported_as_such() {
         let c = compile(&OVERLAYS[0], None);
         assert!(matches!(c.dtb, Err(CompileError::NoDtc(_))));

@@ -13,6 +13,8 @@ pub const DTBO_DIR: &str = "/boot/dtbo";
 pub const ARMBIAN_USER_OVERLAY_DIR: &str = "/boot/overlay-user";
 /// The group database the `access` step edits.
 pub const GROUP_FILE: &str = "/etc/group";
+/// The user database the `access` step reads (whose access it grants; never edited).
+pub const PASSWD_FILE: &str = "/etc/passwd";
 /// Its shadow, edited alongside when present.
 pub const GSHADOW_FILE: &str = "/etc/gshadow";
 /// Our Vulkan ICD manifest (the loader reads every `*.json` in this directory).

@@ -71,6 +71,26 @@ impl Plan {
     pub fn step_names(&self) -> Vec<String> {
         self.steps.iter().map(|s| s.step.clone()).collect()
     }
+
+    /// Take `step` out of the plan as blocked (why, fix), and with it every planned step that
+    /// needs what it makes ([`NEEDS`]), as planning would have.
+    pub fn block(&mut self, step: &str, why: String, fix: String) {
+        self.steps.retain(|s| s.step != step);
+        self.blocked.push(Blocked {
+            step: step.to_string(),
+            why,
+            fix: fix.clone(),
+        });
+        for (needing, need) in NEEDS {
+            if need == step && self.steps.iter().any(|s| s.step == needing) {
+                self.block(
+                    needing,
+                    format!("it needs what the {step} step makes, and the {step} step is blocked"),
+                    fix.clone(),
+                );
+            }
+        }
+    }
 }
 
 /// Check `--only` names before anything else happens.
@@ -78,7 +98,8 @@ pub fn check_only(only: &[String]) -> anyhow::Result<()> {
     for s in only {
         if !STEP_NAMES.contains(&s.as_str()) {
             return Err(Error::Usage(format!(
-                "--only: unknown step `{s}` (steps: {})",
+                "--only: unknown step `{s}`{} (steps: {})",
+                crate::output::did_you_mean(s, STEP_NAMES.iter().copied()),
                 STEP_NAMES.join(", ")
             ))
             .into());
@@ -177,6 +198,32 @@ mod tests {
     fn unknown_only_step_is_a_usage_error() {
         let err = check_only(&["kernel".into(), "kernal".into()]).unwrap_err();
         assert_eq!(error::exit_code_of(&err), exit::USAGE);
-        assert!(err.to_string().contains("`kernal`"));
+        assert!(
+            err.to_string().contains("`kernal`, did you mean `kernel`?"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn blocking_a_step_after_planning_blocks_the_steps_that_need_it() {
+        let step = |name: &str| Step {
+            step: name.into(),
+            summary: String::new(),
+            actions: Vec::new(),
+        };
+        let mut p = Plan {
+            board: "b".into(),
+            steps: vec![step("kernel"), step("mesa"), step("icd")],
+            notes: Vec::new(),
+            blocked: Vec::new(),
+        };
+        p.block("mesa", "offline".into(), "fetch it".into());
+        assert_eq!(p.step_names(), ["kernel"]);
+        let blocked: Vec<(&str, &str)> = p
+            .blocked
+            .iter()
+            .map(|b| (b.step.as_str(), b.fix.as_str()))
+            .collect();
+        assert_eq!(blocked, [("mesa", "fetch it"), ("icd", "fetch it")]);
     }
 }

@@ -143,11 +143,20 @@ fn action_text(s: &mut String, a: &Action, style: Style) {
             changes,
             preview,
             verify,
+            on_board,
         } => {
             let cmd = std::iter::once(tool.as_str())
                 .chain(args.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" ");
+            if *on_board {
+                let _ = writeln!(
+                    s,
+                    "    leave `sudo {}` for the board (rvl does not run an image's programs on this machine)",
+                    escape_line(&cmd)
+                );
+                return;
+            }
             let _ = writeln!(
                 s,
                 "    run `{}` (rewrites {})",

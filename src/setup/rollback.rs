@@ -149,6 +149,8 @@ pub struct Options {
     /// Only this run (`--run ID`); None: every run, newest first.
     pub run: Option<String>,
     pub dry_run: bool,
+    /// How setup was pointed at the system, for the commands an error names.
+    pub hint: crate::hint::Invocation,
 }
 
 fn same_as_before(now: &Now, before: &Before) -> bool {
@@ -362,7 +364,8 @@ pub fn select(st: &journal::State, opts: &Options) -> anyhow::Result<Vec<String>
     };
     let Some(at) = st.transactions.iter().position(|t| t.id == *id) else {
         return Err(Error::Usage(format!(
-            "no applied run {id}; `rvl setup --status` lists them"
+            "no applied run {id}; `{}` lists them",
+            opts.hint.read_only("setup", "--status", false)
         ))
         .into());
     };
@@ -381,10 +384,10 @@ pub fn select(st: &journal::State, opts: &Options) -> anyhow::Result<Vec<String>
             .collect();
         if !shared.is_empty() {
             return Err(Error::RollbackIncomplete(format!(
-                "nothing was rolled back: the later run {} also changed {}; roll it back first (rvl setup --rollback --run {})",
+                "nothing was rolled back: the later run {} also changed {}; roll it back first ({})",
                 later.id,
                 shared.join(", "),
-                later.id
+                opts.hint.setup_journal(&format!("--rollback --run {}", crate::shell::quote(&later.id)))
             ))
             .into());
         }

@@ -10,7 +10,7 @@ use super::patches::Series;
 use super::paths::{
     prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR, DTBO_DIR,
     ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE,
-    PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF, TOOL_STAMP,
+    PASSWD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF, TOOL_STAMP,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -40,10 +40,12 @@ pub const MESA_OPTIONS: &[&str] = &[
     "-Dvideo-codecs=",
 ];
 /// llama.cpp with the Vulkan backend and nothing that needs the network: the tools
-/// (llama-bench and llama-server, which `cmake --install` installs) and the tests, for
-/// test-backend-ops (the patch series' cases are run with it on the board).
+/// (llama-bench, llama-server and, with the RPC backend, the RPC worker ggml-rpc-server, which
+/// `cmake --install` installs) and the tests, for test-backend-ops (the patch series' cases are
+/// run with it on the board). `rvl serve --rpc-worker` / `--rpc` spread a model over boards.
 pub const LLAMA_OPTIONS: &[&str] = &[
     "-DGGML_VULKAN=ON",
+    "-DGGML_RPC=ON",
     "-DLLAMA_CURL=OFF",
     "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=ON",
@@ -53,7 +55,12 @@ pub const LLAMA_OPTIONS: &[&str] = &[
 /// install; setup copies them into the prefix's `bin/` itself.
 pub const LLAMA_BUILD_ONLY_BINARIES: &[&str] = &["test-backend-ops"];
 /// What rvl's llama.cpp prefix must have in `bin/` once installed (a build lacking one fails).
-pub const LLAMA_BINARIES: &[&str] = &["llama-bench", "llama-server", "test-backend-ops"];
+pub const LLAMA_BINARIES: &[&str] = &[
+    "llama-bench",
+    "llama-server",
+    "test-backend-ops",
+    crate::rpc::RPC_SERVER,
+];
 
 /// Binaries a project's build leaves behind that setup copies into the prefix itself.
 pub fn build_only_binaries(project: &str) -> &'static [&'static str] {
@@ -175,7 +182,7 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
     let facts = ctx.facts;
     // A missing kernel blocks this step only: the rest of the plan does not need it.
     let Some(release) = facts.target_kernel(ctx.target) else {
-        let (why, fix) = ctx.target.kernel_blocked();
+        let (why, fix) = ctx.target.kernel_blocked(&ctx.opts.hint);
         return Ok(Planned::blocked(why, fix));
     };
     let current = default_release(facts);
@@ -199,12 +206,38 @@ pub fn kernel(ctx: &Ctx) -> anyhow::Result<Planned> {
             }
             out.actions.extend(write(RVL_CONF, conf_old, conf, 0o644));
             let old = facts.file(ubootmenu::EXTLINUX_CONF);
+            if !ctx.opts.runs_here("u-boot-update") {
+                // An image: its u-boot-update is not run here, so setup sets `default` in the
+                // generated file itself (rvl.conf keeps it when the board next runs it), and
+                // the plan shows exactly that edit.
+                let text = old.unwrap_or_default();
+                let mut e = Extlinux::parse(text);
+                let Some(label) = e
+                    .entries_for_release(release)
+                    .map(|en| en.label.clone())
+                    .next()
+                else {
+                    return Ok(Planned::blocked(
+                        format!("{}: no label boots {release} yet (u-boot-update has not run since it was installed)", ubootmenu::EXTLINUX_CONF),
+                        format!(
+                            "{}, then run setup again",
+                            ctx.opts.hint.on_board("sudo u-boot-update")
+                        ),
+                    ));
+                };
+                e.set_default(&label);
+                out.actions
+                    .extend(write(ubootmenu::EXTLINUX_CONF, old, e.render(), 0o644));
+                out.actions.push(u_boot_update(ctx, None, None));
+                return Ok(out);
+            }
             let preview = old.map(|text| {
                 let mut e = Extlinux::parse(text);
                 e.set_default(&label);
                 diff(ubootmenu::EXTLINUX_CONF, Some(text), &e.render())
             });
             out.actions.push(u_boot_update(
+                ctx,
                 preview,
                 Some(Verify::ExtlinuxDefaultBoots {
                     path: ubootmenu::EXTLINUX_CONF.into(),
@@ -272,24 +305,32 @@ pub const KBASE_DEVICE: &str = "/dev/mali0";
 fn boot_mainline_fix(ctx: &Ctx) -> String {
     match ctx.facts.target_kernel(ctx.target) {
         Some(release) => format!(
-            "boot the mainline kernel instead: sudo rvl setup --board {} --only kernel (boots {release})",
-            ctx.target.board
+            "boot the mainline kernel instead: {} (boots {release})",
+            ctx.opts.hint.setup("--only kernel")
         ),
         None => format!(
             "{}; it boots the mainline kernel, where panthor drives the GPU",
-            ctx.target.kernel_blocked().1
+            ctx.target.kernel_blocked(&ctx.opts.hint).1
         ),
     }
 }
 
 /// u-boot-menu's `u-boot-update`, which regenerates extlinux.conf from its configuration.
-fn u_boot_update(preview: Option<String>, verify: Option<Verify>) -> Action {
+/// Left for the board when it does not run here (an image): then it changes nothing here, so
+/// there is nothing to preview or verify.
+fn u_boot_update(ctx: &Ctx, preview: Option<String>, verify: Option<Verify>) -> Action {
+    let here = ctx.opts.runs_here("u-boot-update");
     Action::RunTool {
         tool: "u-boot-update".into(),
         args: vec![],
-        changes: vec![ubootmenu::EXTLINUX_CONF.into()],
-        preview,
-        verify,
+        changes: if here {
+            vec![ubootmenu::EXTLINUX_CONF.into()]
+        } else {
+            Vec::new()
+        },
+        preview: preview.filter(|_| here),
+        verify: verify.filter(|_| here),
+        on_board: !here,
     }
 }
 
@@ -349,7 +390,7 @@ pub fn gpu_overlay(ctx: &Ctx) -> anyhow::Result<Planned> {
                         from: dtbo.clone(),
                         to: format!("{dtbo}.disabled"),
                     });
-                    out.actions.push(u_boot_update(None, None));
+                    out.actions.push(u_boot_update(ctx, None, None));
                 }
                 // kbase is on, and not by an overlay setup knows how to switch off: the
                 // vendor device tree itself gives kbase the GPU.
@@ -486,7 +527,7 @@ fn enable_gpu(ctx: &Ctx) -> Planned {
                 ));
             }
             if !out.actions.is_empty() {
-                out.actions.push(u_boot_update(None, None));
+                out.actions.push(u_boot_update(ctx, None, None));
             }
         }
         Some(BootLayout::Extlinux) => {
@@ -564,12 +605,18 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
     // in the initramfs of the kernel that will boot.
     if let Some(release) = ctx.facts.target_kernel(ctx.target) {
         if ctx.facts.panthor_builtin(release) {
+            let here = ctx.opts.runs_here("update-initramfs");
             out.actions.push(Action::RunTool {
                 tool: "update-initramfs".into(),
                 args: vec!["-u".into(), "-k".into(), release.into()],
-                changes: vec![format!("/boot/initrd.img-{release}")],
+                changes: if here {
+                    vec![format!("/boot/initrd.img-{release}")]
+                } else {
+                    Vec::new()
+                },
                 preview: None,
                 verify: None,
+                on_board: !here,
             });
         }
     }
@@ -706,9 +753,12 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
             let Some(pre) = ctx.manifest.prebuilt.iter().find(|p| {
                 p.id.starts_with("mesa") && p.arch == "aarch64" && p.version == src.version
             }) else {
-                return Err(Error::Unsupported(format!(
-                    "the manifest has no prebuilt Mesa {} for aarch64; use --mesa-from source, or --mesa-archive FILE with an archive scripts/build-panvk-deb.sh made",
-                    src.version
+                // The flag asks for what the manifest does not have: a usage error, not a
+                // board this action does not support.
+                return Err(Error::Usage(format!(
+                    "--mesa-from prebuilt: the manifest pins no prebuilt Mesa {} for aarch64; build it from source instead ({}), or pass --mesa-archive FILE with an archive scripts/build-panvk-deb.sh made",
+                    src.version,
+                    ctx.opts.hint.setup("--only mesa,icd")
                 ))
                 .into());
             };
@@ -997,9 +1047,12 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     if !installed && !ctx.opts.wants("mesa") {
         return Ok(Planned::blocked(
             format!(
-                "panvk is not installed in {prefix}, and the mesa step that builds it comes first"
+                "step order: the icd step registers the panvk the mesa step builds, and panvk is not installed in {prefix}; --only leaves the mesa step out"
             ),
-            "add the mesa step: --only mesa,icd (or drop --only)",
+            format!(
+                "run both, mesa first: {}",
+                ctx.opts.hint.setup("--only mesa,icd")
+            ),
         ));
     }
     let f = ctx.facts;
@@ -1050,6 +1103,81 @@ pub fn add_to_group_line(text: &str, group: &str, user: &str) -> Option<String> 
     changed.then_some(out)
 }
 
+/// Why the access step has no user to add.
+enum Who {
+    /// It cannot tell which (a `--user` that the system does not have, several candidates).
+    Blocked(String, String),
+    /// Nobody to add: a note, not a failure.
+    Note(String),
+}
+
+/// The accounts a person logs in with: uid 1000 to 59999 (Debian's range for them), a shell
+/// that is not `nologin` or `false`.
+pub fn login_users(passwd: &str) -> Vec<String> {
+    passwd
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            let uid: u32 = f.get(2)?.parse().ok()?;
+            let shell = f.get(6).copied().unwrap_or("");
+            let login = !shell.ends_with("nologin") && !shell.ends_with("/false");
+            ((1000..60000).contains(&uid) && login && !f[0].is_empty()).then(|| f[0].to_string())
+        })
+        .collect()
+}
+
+/// Whose access the step grants: `--user NAME` (which the system's passwd must list); on the
+/// running system the person behind `sudo`; in an image its own login user, when it has
+/// exactly one. Never this machine's `SUDO_USER` for an image: that person is not the image's.
+fn access_user(ctx: &Ctx) -> Result<String, Who> {
+    let passwd = ctx.facts.file(PASSWD_FILE);
+    let users = passwd.map(login_users).unwrap_or_default();
+    let hint = &ctx.opts.hint;
+    let listed =
+        |name: &str| passwd.is_some_and(|p| p.lines().any(|l| l.split(':').next() == Some(name)));
+    if let Some(name) = &ctx.opts.user {
+        if !listed(name) {
+            return Err(Who::Blocked(
+                format!("--user {name}: {PASSWD_FILE} of this system has no such user"),
+                format!(
+                    "create the user first, or name one it has{}",
+                    if users.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", users.join(", "))
+                    }
+                ),
+            ));
+        }
+        return Ok(name.clone());
+    }
+    if !hint.is_image() {
+        return ctx.facts.invoking_user.clone().ok_or_else(|| {
+            Who::Note(format!(
+                "access: no invoking user to add to the `render` group (run setup with sudo from your account, or name one: {})",
+                hint.setup("--only access --user NAME")
+            ))
+        });
+    }
+    match users.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Who::Note(format!(
+            "access: this image has no login user (uid 1000 or above in {PASSWD_FILE}) to add to the `render` group; after creating one: {}",
+            hint.setup("--only access --user NAME")
+        ))),
+        several => Err(Who::Blocked(
+            format!(
+                "this image has several login users ({}); which one uses the GPU?",
+                several.join(", ")
+            ),
+            hint.setup(&format!(
+                "--only access --user {}",
+                crate::shell::quote(&several[0])
+            )),
+        )),
+    }
+}
+
 pub fn access(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
     out.notes.push(
@@ -1057,12 +1185,15 @@ pub fn access(ctx: &Ctx) -> anyhow::Result<Planned> {
          run `export XDG_RUNTIME_DIR=/run/user/$(id -u)` (a warning only; render-node access is what matters)"
             .into(),
     );
-    let Some(user) = ctx.facts.invoking_user.as_deref() else {
-        out.notes.push(
-            "access: no invoking user (run setup with sudo from your account to add it to the `render` group)".into(),
-        );
-        return Ok(out);
+    let user = match access_user(ctx) {
+        Ok(u) => u,
+        Err(Who::Blocked(why, fix)) => return Ok(Planned::blocked(why, fix)),
+        Err(Who::Note(note)) => {
+            out.notes.push(note);
+            return Ok(out);
+        }
     };
+    let user = user.as_str();
     let Some(group) = ctx.facts.file(GROUP_FILE) else {
         out.notes.push(format!(
             "access: {GROUP_FILE} is not readable; add {user} to `render` by hand"

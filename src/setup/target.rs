@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::bootcfg::kver::compare_releases;
 use crate::error::Error;
+use crate::hint::Invocation;
 use crate::host;
 use crate::profile::{Profile, Profiles};
 
@@ -56,11 +57,14 @@ impl Target {
     }
 
     /// Why the kernel step is blocked on a board that lacks that kernel, and what to install.
-    pub fn kernel_blocked(&self) -> (String, String) {
+    pub fn kernel_blocked(&self, hint: &Invocation) -> (String, String) {
         match (&self.mainline_release, &self.mainline_package) {
             (Some(r), Some(p)) => (
                 format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
-                format!("sudo apt install {p}, then run setup again"),
+                format!(
+                    "{}, then run setup again",
+                    hint.on_board(&format!("sudo apt install {p}"))
+                ),
             ),
             (Some(r), None) => (
                 format!("the mainline kernel {r} is not installed (no /boot/vmlinuz-{r})"),
@@ -85,6 +89,39 @@ impl Target {
         self.vendor_release.as_deref() == Some(release)
             || compare_releases(release, &self.min_mainline).is_lt()
     }
+}
+
+/// Why the running machine is not a board setup can move (no device tree, or not an aarch64
+/// system), or None. `arch` is this rvl's architecture (`std::env::consts::ARCH`).
+pub fn not_a_board(has_device_tree: bool, arch: &str) -> Option<String> {
+    match (has_device_tree, arch) {
+        (true, "aarch64") => None,
+        (false, "aarch64") => Some("this machine has no device tree".into()),
+        (true, a) => Some(format!("this machine is {a}, not aarch64")),
+        (false, a) => Some(format!(
+            "this machine is {a}, not aarch64, and has no device tree"
+        )),
+    }
+}
+
+/// On the running system, setup changes the machine it runs on: refuse (exit 5) where that is
+/// not an RK3588 board, even with `--board`, which names a profile, not a machine. An image
+/// (`--root`) is planned for whatever board it is.
+pub fn check_machine(root: &crate::host::Root, board: Option<&str>) -> anyhow::Result<()> {
+    if !root.is_live() {
+        return Ok(());
+    }
+    let dt = host::devicetree::read(root).is_some();
+    let Some(why) = not_a_board(dt, std::env::consts::ARCH) else {
+        return Ok(());
+    };
+    let forced = board
+        .map(|b| format!(" (--board {b} names the board's profile, not this machine)"))
+        .unwrap_or_default();
+    Err(Error::Unsupported(format!(
+        "{why}, so it is not an RK3588 board, and rvl setup changes the machine it runs on{forced}; run it on the board, or point --root at the board's image (its mounted SD card or disk)"
+    ))
+    .into())
 }
 
 /// The target for `--board`, or for the board the root's device tree names. The rule is the
@@ -169,7 +206,7 @@ mod tests {
 
     #[test]
     fn advice_names_the_package_when_known() {
-        let (why, fix) = target("boltzmann").kernel_blocked();
+        let (why, fix) = target("boltzmann").kernel_blocked(&Invocation::live(true));
         assert!(
             why.contains("7.0.0-rc3-marfrit-A1 is not installed"),
             "{why}"
@@ -179,9 +216,23 @@ mod tests {
             "{fix}"
         );
         assert!(target("ampere")
-            .kernel_blocked()
+            .kernel_blocked(&Invocation::live(true))
             .0
             .contains("6.10 or newer"));
+    }
+
+    #[test]
+    fn only_an_aarch64_machine_with_a_device_tree_is_a_board() {
+        assert_eq!(not_a_board(true, "aarch64"), None);
+        assert!(not_a_board(false, "aarch64")
+            .unwrap()
+            .contains("no device tree"));
+        let pc = not_a_board(false, "x86_64").unwrap();
+        assert!(
+            pc.contains("x86_64") && pc.contains("no device tree"),
+            "{pc}"
+        );
+        assert!(not_a_board(true, "x86_64").unwrap().contains("not aarch64"));
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<Status
         state: &state,
         interrupted: interrupted.as_ref(),
         builds: builds(&root),
+        hint: root.invocation(
+            args.system.board.as_deref(),
+            args.system.profiles.as_deref(),
+            args.manifest.as_deref(),
+        ),
     })))
 }
 

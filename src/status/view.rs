@@ -46,6 +46,8 @@ pub struct Inputs<'a> {
     pub state: &'a State,
     pub interrupted: Option<&'a Journal>,
     pub builds: Vec<Build>,
+    /// How status was pointed at the system, for the commands it suggests.
+    pub hint: crate::hint::Invocation,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +62,8 @@ pub struct Status {
     /// rvl's llama.cpp build, when installed.
     pub llama_cpp: Option<BuildView>,
     pub setup: SetupView,
+    #[serde(skip)]
+    pub hint: crate::hint::Invocation,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -154,6 +158,7 @@ impl Status {
         let rescue = rescue(inv, next_boot.as_ref());
         let (icd, library) = active_icd(inv);
         Status {
+            hint: i.hint.clone(),
             board: i.profile.map(|p| p.id.clone()),
             kernel: KernelView {
                 running: inv.kernel.release.clone(),
@@ -364,13 +369,17 @@ pub fn render(s: &Status, style: Style) -> String {
                 .unwrap_or_else(|| "unknown (no extlinux.conf or armbianEnv.txt)".into())
         ),
     ));
-    rows.push((
-        "rescue",
-        k.rescue
-            .as_ref()
-            .map(boot_text)
-            .unwrap_or_else(|| "none: no other kernel in extlinux.conf".into()),
-    ));
+    // Without a readable boot configuration the kernel row already says so; a rescue row
+    // would only repeat the same missing file.
+    if k.next_boot.is_some() {
+        rows.push((
+            "rescue",
+            k.rescue
+                .as_ref()
+                .map(boot_text)
+                .unwrap_or_else(|| "none: no other kernel in extlinux.conf".into()),
+        ));
+    }
     rows.push((
         "driver",
         match &s.gpu {
@@ -460,7 +469,9 @@ pub fn render(s: &Status, style: Style) -> String {
     }
     if let Some(id) = &st.interrupted {
         out.push_str(&style.red(&escape_line(&format!(
-            "setup run {id} was interrupted: the next `rvl setup` finishes or undoes it"
+            "setup run {id} was interrupted: the next `{}` or `{}` finishes it",
+            s.hint.setup(""),
+            s.hint.setup_journal("--rollback")
         ))));
         out.push('\n');
     }

@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod http;
+pub mod llama;
 pub mod prefill;
 pub mod roots;
 pub mod run;
@@ -49,6 +50,32 @@ pub fn have_dtc() -> bool {
         panic!("RVL_REQUIRE_DTC is set but dtc/fdtoverlay are not on PATH (apt install device-tree-compiler)");
     }
     eprintln!("SKIPPED: no dtc/fdtoverlay (apt install device-tree-compiler); set RVL_REQUIRE_DTC=1 to make this fail");
+    false
+}
+
+/// The build tools the source-build tests run for real: meson and ninja (Mesa), cmake
+/// (llama.cpp), a C compiler. Tests that need them skip with a SKIPPED line naming the
+/// packages when one is missing, unless `RVL_REQUIRE_BUILD` is set (CI): then it fails.
+pub fn have_build_tools() -> bool {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    let missing: Vec<&str> = ["meson", "ninja", "cmake", "cc"]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let what = format!(
+        "no {} on PATH (apt-get install meson ninja-build cmake gcc)",
+        missing.join(", ")
+    );
+    if std::env::var_os("RVL_REQUIRE_BUILD").is_some() {
+        panic!("RVL_REQUIRE_BUILD is set but there is {what}");
+    }
+    eprintln!("SKIPPED: {what}; set RVL_REQUIRE_BUILD=1 to make this fail");
     false
 }
 

@@ -1,6 +1,8 @@
 //! `smoke-bench --gguf` against a stand-in llama-bench: a sh script in a temporary directory
 //! that prints what llama-bench's `-o json` prints (the fields of tools/llama-bench's JSON
 //! printer that rvl reads, and a few it does not), and a file with GGUF's magic as the model.
+//! Beside it a stand-in `test-backend-ops` ([`TBO_SCRIPT`]) answers the correctness check and
+//! the GEMM bench's llama.cpp columns.
 
 #![allow(dead_code)]
 
@@ -13,6 +15,8 @@ use super::run::{rvl, Rvl};
 pub struct Bench {
     pub dir: tempfile::TempDir,
     pub bench: PathBuf,
+    /// The stand-in test-backend-ops beside it.
+    pub tbo: PathBuf,
     pub model: PathBuf,
     /// XDG_STATE_HOME for the run (the record for rvl serve lands under it).
     pub state: PathBuf,
@@ -81,15 +85,72 @@ esac
     );
     fs::write(&bench, script).unwrap();
     fs::set_permissions(&bench, fs::Permissions::from_mode(0o755)).unwrap();
+    let tbo = stand_in_tbo(dir.path());
     let model = dir.path().join(model_name);
     fs::write(&model, b"GGUF\x03\x00\x00\x00 a stand-in model").unwrap();
     let state = dir.path().join("state");
     Bench {
         dir,
         bench,
+        tbo,
         model,
         state,
     }
+}
+
+/// A stand-in for rvl's patched `test-backend-ops`: for each `--mul-mat TYPE:M:N:K` product it
+/// prints the line the real tool's console printer does. `test`: OK, or a FAIL with an NMSE
+/// line for products whose N is in `TBO_WRONG_AT` (`:128:` style list, e.g. `128`); `perf`: a
+/// time of M*N*K/`TBO_RATE` us (default 1000, 2 GFLOP/s; the CPU backend takes half the rate),
+/// q4_0 weights on the CPU in `CPU_REPACK`. `TBO_FAIL=1` makes it exit 1 with llama.cpp's usage
+/// text, as a build without rvl's patch does. Every call's arguments go to `<tbo>.calls`.
+pub const TBO_SCRIPT: &str = r#"#!/bin/sh
+echo "$*" >> "$0.calls"
+if [ -n "$TBO_FAIL" ]; then echo "Usage: $0 [mode] [options]"; exit 1; fi
+mode=test; spec=; backend=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    test|perf) mode=$1;;
+    --mul-mat) spec=$2; shift;;
+    -b) backend=$2; shift;;
+  esac
+  shift
+done
+echo "Testing 2 devices"
+echo ""
+echo "Backend 1/2: $backend"
+echo "  Device description: stand-in $backend"
+echo ""
+rc=0
+rate=${TBO_RATE:-1000}
+[ "$backend" = CPU ] && rate=$((rate / 2))
+for c in $(echo "$spec" | tr ',' ' '); do
+  set -- $(echo "$c" | tr ':' ' ')
+  t=$1; m=$2; n=$3; k=$4
+  if [ "$mode" = perf ]; then
+    us=$((m * n * k / rate + 1))
+    w=$backend; [ "$backend" = CPU ] && [ "$t" = q4_0 ] && w=CPU_REPACK
+    printf '  MUL_MAT(type_a=%s,m=%s,n=%s,k=%s,weights=%s):   3 runs - %s.00 us/run - 1.00 GFLOP/run - [1;34m  1.00 GFLOPS[0m
+' $t $m $n $k $w $us
+  else
+    case ":${TBO_WRONG_AT:-none}:" in
+      *":$n:"*) printf '[MUL_MAT] ERR = 0.531000000 > 0.000500000   MUL_MAT(type_a=%s,m=%s,n=%s,k=%s): [1;31mFAIL[0m
+' $t $m $n $k; rc=1;;
+      *) printf '  MUL_MAT(type_a=%s,m=%s,n=%s,k=%s): [1;32mOK[0m
+' $t $m $n $k;;
+    esac
+  fi
+done
+echo "  Backend $backend: OK"
+exit $rc
+"#;
+
+/// [`TBO_SCRIPT`] as `DIR/test-backend-ops`.
+pub fn stand_in_tbo(dir: &std::path::Path) -> PathBuf {
+    let p = dir.join("test-backend-ops");
+    fs::write(&p, TBO_SCRIPT).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    p
 }
 
 /// What llama.cpp on panvk without the tiles patch does above ubatch 64: the out-of-memory
@@ -111,6 +172,11 @@ impl Bench {
         fs::read_to_string(format!("{}.calls", self.bench.display())).unwrap_or_default()
     }
 
+    /// The stand-in test-backend-ops' calls, one a line.
+    pub fn tbo_calls(&self) -> String {
+        fs::read_to_string(format!("{}.calls", self.tbo.display())).unwrap_or_default()
+    }
+
     pub fn record(&self) -> PathBuf {
         self.state.join("rvl/prefill").join(
             self.model
@@ -123,6 +189,64 @@ impl Bench {
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+}
+
+/// A `smoke-bench --gguf` run of a model named `model_name` (the tensor table of
+/// [`weights_gguf`]) at GPU ubatches `ubatches`, whose check finds wrong results at `wrong_at`,
+/// recorded for `rvl serve` under `state_home` (its XDG_STATE_HOME).
+pub fn record_wrong_results(
+    model_name: &str,
+    ubatches: &str,
+    wrong_at: &str,
+    state_home: &std::path::Path,
+) {
+    let b = stand_in_named("", model_name);
+    fs::write(&b.model, weights_gguf()).unwrap();
+    b.rvl(&["--ubatch", ubatches, "--no-cpu"])
+        .env("XDG_STATE_HOME", state_home)
+        .env("TBO_WRONG_AT", wrong_at)
+        .run()
+        .expect_code(rvl::exit::PROBLEMS);
+}
+
+/// A GGUF header with the tiny generated model's tensor table (2 layers, hidden 128, FFN 384,
+/// f16 matrices, a 32000-token LM head) and no tensor data: enough for the correctness check's
+/// shapes (the stand-ins never read the model).
+pub fn weights_gguf() -> Vec<u8> {
+    use rvl::gguf::write::TensorSpec;
+    use rvl::gguf::{GgmlType, Value};
+    // No layer-shape keys: the GEMM prediction (which needs rvl's Vulkan) stays out of it.
+    let meta: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String("llama".into())),
+        ("general.file_type".into(), Value::U32(1)),
+    ];
+    let mut tensors = vec![
+        TensorSpec::new("token_embd.weight", &[128, 32000], GgmlType::F16),
+        TensorSpec::new("output.weight", &[128, 32000], GgmlType::F16),
+    ];
+    for l in 0..2 {
+        for (role, dims) in [
+            ("attn_q", [128, 128]),
+            ("attn_k", [128, 128]),
+            ("attn_v", [128, 128]),
+            ("attn_output", [128, 128]),
+            ("ffn_gate", [128, 384]),
+            ("ffn_up", [128, 384]),
+            ("ffn_down", [384, 128]),
+        ] {
+            tensors.push(TensorSpec::new(
+                format!("blk.{l}.{role}.weight"),
+                &dims,
+                GgmlType::F16,
+            ));
+        }
+        tensors.push(TensorSpec::new(
+            format!("blk.{l}.attn_norm.weight"),
+            &[128],
+            GgmlType::F32,
+        ));
+    }
+    rvl::gguf::write::header(&meta, &tensors).unwrap().0
 }
 
 /// A GGUF file with the `tiny` preset's layer shapes in its metadata and no tensors: enough

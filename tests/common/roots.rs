@@ -270,12 +270,18 @@ pub fn setup_without_stand_ins(root: impl AsRef<Path>, manifest: &Path) -> Rvl {
         .env("RVL_FETCH_STALL_SECS", "5")
 }
 
-/// rvl's llama.cpp prefix in a fixture root, as setup leaves it: executables in `bin/` and the
-/// build stamp, its patch list taken from `patches/llama.cpp/series` (all of it when `patched`,
-/// none otherwise), so the stamp matches the series this rvl embeds.
+/// rvl's llama.cpp prefix in a fixture root, as setup leaves it: executables in `bin/` (the
+/// RPC worker ggml-rpc-server among them) and the build stamp, its patch list taken from
+/// `patches/llama.cpp/series` (all of it when `patched`, none otherwise), so the stamp matches
+/// the series this rvl embeds.
 pub fn plant_llama(fx: &Fixture, prefix: &str, patched: bool) {
     let rel = prefix.trim_start_matches('/');
-    for bin in ["llama-server", "llama-bench"] {
+    for bin in [
+        "llama-server",
+        "llama-bench",
+        "test-backend-ops",
+        "ggml-rpc-server",
+    ] {
         let p = format!("{rel}/bin/{bin}");
         fx.write(&p, "#!/bin/sh\nexit 0\n");
         fs::set_permissions(fx.join(&p), fs::Permissions::from_mode(0o755)).unwrap();

@@ -31,7 +31,7 @@ pub fn check(ctx: &Context) -> Finding {
             .fix("check /boot/extlinux/extlinux.conf: it must be a readable file under 1 MiB");
     }
     let next = if let Some(x) = &boot.extlinux {
-        match from_extlinux(x, boot.uboot_menu.as_ref()) {
+        match from_extlinux(ctx, x, boot.uboot_menu.as_ref()) {
             Ok(next) => next,
             Err(f) => return f,
         }
@@ -44,7 +44,7 @@ pub fn check(ctx: &Context) -> Finding {
                     a.image.as_deref().unwrap_or("?")
                 ),
             )
-            .fix("reinstall the kernel package (sudo apt install --reinstall linux-image-...), or point /boot/Image at an installed vmlinuz-<release>");
+            .fix(ctx.on_board("reinstall the kernel package (sudo apt install --reinstall linux-image-...), or point /boot/Image at an installed vmlinuz-<release>"));
         }
         from_armbian(a)
     } else {
@@ -58,7 +58,11 @@ pub fn check(ctx: &Context) -> Finding {
 
 /// extlinux.conf's default entry, and what the next u-boot-update would make of it; a
 /// `default` naming no label is a failure of its own, since U-Boot then boots nothing.
-fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Next, Finding> {
+fn from_extlinux(
+    ctx: &Context,
+    x: &ExtlinuxFacts,
+    menu: Option<&UbootMenuFacts>,
+) -> Result<Next, Finding> {
     let mut evidence = vec![format!(
         "{}: default {} ({} entries)",
         x.path,
@@ -66,7 +70,7 @@ fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Nex
         x.entries.len()
     )];
     let Some(entry) = &x.default_entry else {
-        return Err(no_default_entry(x, menu.is_some()).evidence(evidence));
+        return Err(no_default_entry(ctx, x, menu.is_some()).evidence(evidence));
     };
     evidence.push(format!(
         "label {} (line {}): linux {}",
@@ -75,7 +79,7 @@ fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Nex
         entry.linux.as_deref().unwrap_or("(none)")
     ));
     if !entry.missing.is_empty() {
-        return Err(missing_files(x, entry, menu.is_some()).evidence(evidence));
+        return Err(missing_files(ctx, x, entry, menu.is_some()).evidence(evidence));
     }
     let mut drift = None;
     if let Some(menu) = menu {
@@ -97,11 +101,11 @@ fn from_extlinux(x: &ExtlinuxFacts, menu: Option<&UbootMenuFacts>) -> Result<Nex
     })
 }
 
-fn no_default_entry(x: &ExtlinuxFacts, has_uboot_menu: bool) -> Finding {
+fn no_default_entry(ctx: &Context, x: &ExtlinuxFacts, has_uboot_menu: bool) -> Finding {
     let label = x.default_label.clone().unwrap_or_default();
     // With u-boot-menu installed, hand edits are overwritten: regenerate instead.
     let fix = if has_uboot_menu {
-        "sudo u-boot-update (regenerates extlinux.conf)".to_string()
+        ctx.on_board("sudo u-boot-update (regenerates extlinux.conf)")
     } else {
         format!("set `default` to one of the labels in {}", x.path)
     };
@@ -117,9 +121,14 @@ fn no_default_entry(x: &ExtlinuxFacts, has_uboot_menu: bool) -> Finding {
 
 /// The default entry names a kernel, initrd or device tree that is not there: U-Boot stops
 /// at that entry, so the board does not boot.
-fn missing_files(x: &ExtlinuxFacts, entry: &BootEntry, has_uboot_menu: bool) -> Finding {
+fn missing_files(
+    ctx: &Context,
+    x: &ExtlinuxFacts,
+    entry: &BootEntry,
+    has_uboot_menu: bool,
+) -> Finding {
     let fix = if has_uboot_menu {
-        "reinstall the kernel package, or remove it (sudo apt remove linux-image-...) and run sudo u-boot-update".to_string()
+        ctx.on_board("reinstall the kernel package, or remove it (sudo apt remove linux-image-...) and run sudo u-boot-update")
     } else {
         format!(
             "point label {} in {} at files that exist, or set `default` to a label that boots",
@@ -242,7 +251,7 @@ fn judge(ctx: &Context, next: Next) -> Finding {
             format!("{summary}; running {running}: reboot to use it"),
         )
         .evidence(ev)
-        .fix("sudo reboot");
+        .fix(ctx.on_board("sudo reboot"));
     }
     match drift {
         Some(w) => Finding::warn(ID, w).evidence(ev).fix(ctx.setup("kernel")),

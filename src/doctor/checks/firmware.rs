@@ -92,8 +92,11 @@ fn missing(ctx: &Context, fw: &FirmwareFacts, right_path: &str) -> Finding {
         .is_some_and(|k| k.for_panthor && k.path == fw.wanted);
     let fix = if same_blob {
         format!(
-            "sudo install -D -m 0644 {} {right_path} (the same blob), or {}",
-            other.path,
+            "{} (the same blob), or {}",
+            ctx.on_board(&format!(
+                "sudo install -D -m 0644 {} {right_path}",
+                other.path
+            )),
             ctx.setup("firmware")
         )
     } else {
@@ -154,9 +157,9 @@ fn initramfs_lacks_firmware(ctx: &Context, right_path: &str) -> Finding {
     };
     let right_path = crate::shell::quote(right_path);
     Finding::fail(ID, "panthor is built in, but the initramfs lacks its firmware (it probes before / is mounted)")
-        .fix(format!(
+        .fix(ctx.on_board(&format!(
             "add an initramfs-tools hook with `copy_file firmware {right_path}` in /etc/initramfs-tools/hooks/, then sudo update-initramfs -u -k {release}"
-        ))
+        )))
 }
 
 /// A loadable file is only as good as the build it is: the manifest knows which are panthor's.

@@ -46,10 +46,13 @@ pub fn check(ctx: &Context) -> Finding {
             ),
         );
     };
-    judge(
+    // The fix writes sysfs: for an image, the board's, never this machine's.
+    let mut f = judge(
         df,
         inv.kernel.release.as_deref().and_then(KernelVersion::parse),
-    )
+    );
+    f.fix = f.fix.map(|fix| ctx.on_board(&fix));
+    f
 }
 
 /// The first panthor releases that record a job as busy when it is submitted to a group that

@@ -64,7 +64,11 @@ fn vendor_switch_fix(ctx: &Context) -> String {
         None
     };
     match overlay_fix {
-        Some(f) => format!("{f}; or boot mainline: {}", mainline_fix(ctx)),
+        Some(f) => format!(
+            "{}; or boot mainline: {}",
+            ctx.on_board(&f),
+            mainline_fix(ctx)
+        ),
         None => format!("boot mainline: {}", mainline_fix(ctx)),
     }
 }
@@ -132,11 +136,11 @@ fn judge_device(ctx: &Context, dev: &PlatformGpu) -> Finding {
         .fix(vendor_switch_fix(ctx)),
         Some("panthor") => Finding::pass(ID, format!("panthor drives {}", dev.name)),
         Some(other) => Finding::fail(ID, format!("{} is bound to {other}, not panthor", dev.name))
-            .fix(format!(
+            .fix(ctx.on_board(&format!(
                 "echo {} | sudo tee {}, then find why {other} claims it",
                 quote(&dev.name),
                 quote(&format!("/sys/bus/platform/drivers/{other}/unbind"))
-            )),
+            ))),
         None => {
             let (why, fix) = why_unbound(ctx);
             Finding::fail(ID, format!("{} has no driver: {why}", dev.name)).fix(fix)
@@ -158,19 +162,24 @@ fn why_unbound(ctx: &Context) -> (String, String) {
         (
             format!("probe failed: firmware {} is missing", inv.firmware.wanted),
             format!(
-                "{}, then reboot (see the firmware check)",
-                ctx.setup("firmware")
+                "{}, then {} (see the firmware check)",
+                ctx.setup("firmware"),
+                if ctx.hint.is_image() {
+                    "boot the board from the image"
+                } else {
+                    "reboot"
+                }
             ),
         )
     } else if as_module && !panthor_module {
         (
             "the panthor module is not loaded".to_string(),
-            "sudo modprobe panthor (then `dmesg | grep -i panthor` if it fails)".to_string(),
+            ctx.on_board("sudo modprobe panthor (then `dmesg | grep -i panthor` if it fails)"),
         )
     } else {
         (
             "its probe failed".to_string(),
-            "read the probe error: sudo dmesg | grep -i -e panthor -e mali".to_string(),
+            ctx.on_board("read the probe error: sudo dmesg | grep -i -e panthor -e mali"),
         )
     }
 }
@@ -204,8 +213,26 @@ fn enable_node_fix(ctx: &Context, n: &DtNode) -> String {
             ctx.setup("gpu-overlay")
         )
     } else {
-        // Setup has no overlay for this board, so the fix is the manual one.
-        "enable &gpu with a device-tree overlay that sets mali-supply (the board's GPU regulator) and status = \"okay\", add it to the boot configuration and reboot".to_string()
+        // Setup has no overlay for this board, so the fix is the manual one, with the
+        // regulator's label when the profile knows it.
+        let supply = match ctx.profile.and_then(|p| p.gpu.supply.as_deref()) {
+            Some(label) => format!("mali-supply = <&{label}>"),
+            None => "mali-supply (the board's GPU regulator)".to_string(),
+        };
+        // On a kernel older than the board's first mainline with &gpu, that kernel is the fix.
+        let newer = match ctx.profile {
+            Some(p)
+                if p.mainline_enables_gpu == Some(true)
+                    && kernel_kind(ctx.inv, ctx.profile) == KernelKind::TooOld =>
+            {
+                format!(
+                    "boot mainline ≥ {}, whose device tree for this board enables it, or ",
+                    p.kernel.min_mainline
+                )
+            }
+            _ => String::new(),
+        };
+        format!("{newer}enable &gpu with a device-tree overlay that sets {supply} and status = \"okay\", add it to the boot configuration and reboot")
     }
 }
 

@@ -16,7 +16,7 @@ pub enum KernelKind {
     Mainline,
     /// A Rockchip BSP kernel (kbase present, or a vendor release string).
     Vendor,
-    /// Mainline-looking but older than panthor.
+    /// Mainline-looking but older than the first mainline that drives this board's GPU.
     TooOld,
     /// No readable release.
     Unknown,
@@ -162,7 +162,7 @@ fn not_mainline(ctx: &Context, release: &str) -> Option<Finding> {
         KernelKind::TooOld => Finding::fail(
             ID,
             format!(
-                "kernel {release} is older than panthor (mainline ≥ {})",
+                "kernel {release} is older than mainline {}, the first that drives this board's GPU with panthor",
                 ctx.profile
                     .map(|p| p.kernel.min_mainline.as_str())
                     .unwrap_or("6.10")
@@ -298,7 +298,7 @@ mod tests {
             judged(&inv),
             Some((
                 Status::Fail,
-                "kernel 6.6.30 is older than panthor (mainline ≥ 6.10)".into()
+                "kernel 6.6.30 is older than mainline 6.10, the first that drives this board's GPU with panthor".into()
             ))
         );
         inv.kernel.release = Some("6.12.0".into());

@@ -2,12 +2,12 @@
 //! stamp setup writes last), whether rvl's Mali tiles patch is in it, that its binaries are
 //! there and executable, and (live only) that `llama-bench --list-devices` runs and its Vulkan
 //! backend lists a device. Under `--root` only files are looked at. Only a stock llama.cpp
-//! (without the patch, ubatch > 64 fails on panvk) is a warning.
+//! (without the patch, ubatch > 64 fails on panvk) and a prefix without `test-backend-ops`
+//! (smoke-bench then has no llama.cpp columns and `--gguf` no correctness check) are warnings.
 
 use crate::doctor::context::Context;
 use crate::doctor::finding::Finding;
 use crate::llama::{self, Tiles};
-use crate::shell::quote;
 
 const ID: &str = "llama-cpp";
 
@@ -76,8 +76,8 @@ pub fn check(ctx: &Context) -> Finding {
     );
     // A stamp says "complete": a missing binary is damage setup will not repair on its own.
     let rebuild = format!(
-        "sudo rm -rf {} && {}",
-        quote(&inst.prefix),
+        "{} && {}",
+        ctx.hint.remove_tree(&inst.prefix),
         ctx.setup("llama-cpp")
     );
     if !missing.is_empty() {
@@ -85,11 +85,25 @@ pub fn check(ctx: &Context) -> Finding {
             .evidence(ev)
             .fix(rebuild);
     }
-    let tiles_problem = match level.key {
+    // llama.cpp's own op tests: smoke-bench's llama.cpp columns and --gguf's correctness check.
+    let tbo = inst.test_backend_ops();
+    ev.push(format!(
+        "{tbo}: {}",
+        if inst.test_backend_ops_executable {
+            "executable (smoke-bench's llama.cpp CPU and Vulkan columns, --gguf's correctness check)"
+        } else {
+            "missing or not executable"
+        }
+    ));
+    let problem = match level.key {
         Tiles::Current => None,
         Tiles::Older => Some("an older revision of rvl's Mali tiles patch"),
         Tiles::Missing => Some("without rvl's Mali tiles patch (ubatch > 64 fails on panvk)"),
     };
+    let problem = problem.or(
+        (!inst.test_backend_ops_executable)
+            .then_some("without test-backend-ops (smoke-bench cannot set llama.cpp's kernels beside rvl's or check the GPU's results)"),
+    );
     // The live part: does the build run, and does its Vulkan backend see a device?
     let devices = match &facts.list_devices {
         None => {
@@ -128,7 +142,7 @@ pub fn check(ctx: &Context) -> Finding {
         }
     };
     let with_device = devices.map(|d| format!("; {d}")).unwrap_or_default();
-    match tiles_problem {
+    match problem {
         Some(p) => Finding::warn(ID, format!("{what}, {p}{with_device}"))
             .evidence(ev)
             .fix(rebuild),

@@ -102,6 +102,7 @@ fn with_boltzmann<R>(inv: &crate::inventory::Inventory, f: impl FnOnce(&Context)
         source: None,
         manifest: &manifest,
         no_vulkan: true,
+        hint: crate::hint::Invocation::live(true),
     })
 }
 
@@ -163,6 +164,7 @@ mod tests {
             source: None,
             manifest: &manifest,
             no_vulkan,
+            hint: crate::hint::Invocation::live(true),
         };
         (by_id(id).unwrap().run)(&ctx)
     }
@@ -330,7 +332,7 @@ mod tests {
         );
     }
 
-    /// rvl's build at the current patch level, both binaries executable.
+    /// rvl's build at the current patch level, its binaries executable.
     fn patched_install() -> crate::inventory::LlamaInstall {
         use crate::inventory::{LlamaInstall, LlamaStamp, StampPatch};
         let patches = crate::llama::rvl_series()
@@ -346,6 +348,8 @@ mod tests {
             }),
             server_executable: true,
             bench_executable: true,
+            test_backend_ops_executable: true,
+            rpc_server_executable: true,
             ..Default::default()
         }
     }
@@ -410,6 +414,42 @@ mod tests {
             .patches
             .clear();
         assert_eq!(run("vulkan-device", &inv, false).status, Status::Warn);
+    }
+
+    #[test]
+    fn vulkan_device_warns_when_a_recorded_prefill_run_got_wrong_results_from_the_gpu() {
+        use crate::inventory::WrongResults;
+        let mut inv = live_inventory();
+        inv.live_facts.vulkan = Some(VulkanProbe {
+            error: None,
+            devices: vec![panvk("Mesa 26.1.6")],
+        });
+        inv.llama.installs.push(patched_install());
+        assert_eq!(run("vulkan-device", &inv, false).status, Status::Pass);
+        inv.llama.wrong_results.push(WrongResults {
+            record: "/home/u/.local/state/rvl/prefill/qwen.gguf.json".into(),
+            model: "qwen.gguf".into(),
+            ubatches: vec![128, 256],
+            first_failure: "MUL_MAT(type_a=q4_0,m=2048,n=128,k=2048): [MUL_MAT] ERR = 0.5 > 0.0005"
+                .into(),
+        });
+        let f = run("vulkan-device", &inv, false);
+        assert_eq!(f.status, Status::Warn, "{f:?}");
+        assert!(
+            f.summary.ends_with(
+                "; wrong results from llama.cpp on this GPU at ubatch 128, 256 of qwen.gguf"
+            ),
+            "{}",
+            f.summary
+        );
+        assert!(f
+            .evidence
+            .iter()
+            .any(|e| e.contains("qwen.gguf.json: wrong GPU results at ubatch 128, 256")));
+        assert!(f
+            .fix
+            .unwrap()
+            .contains("rvl serve never uses those ubatches"));
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn after_reboot(ctx: &Context, finding: Finding) -> Finding {
         Some(why) => Finding {
             status: Status::Warn,
             summary: format!("{}; {why}: reboot", finding.summary),
-            fix: Some("sudo reboot".into()),
+            fix: Some(ctx.on_board("sudo reboot")),
             ..finding
         },
         None => finding,

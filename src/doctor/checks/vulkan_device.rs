@@ -1,8 +1,9 @@
 //! `vulkan-device` (live only): load libvulkan, list devices, find panvk, report its Mesa
-//! version and the features llama.cpp cares about, and the known ubatch limit.
+//! version and the features llama.cpp cares about, the known ubatch limit, and whether a
+//! `smoke-bench --gguf` record saw wrong results from it (a warning).
 
 use crate::doctor::context::Context;
-use crate::doctor::finding::Finding;
+use crate::doctor::finding::{Finding, Status};
 use crate::vulkan::info::DeviceInfo;
 
 const ID: &str = "vulkan-device";
@@ -43,6 +44,48 @@ fn or_unknown(s: &str) -> &str {
 }
 
 pub fn check(ctx: &Context) -> Finding {
+    with_wrong_results(ctx, device(ctx))
+}
+
+/// A pass or warning becomes a warning naming each `smoke-bench --gguf` record whose GPU
+/// results were wrong at some ubatch (rvl serve already avoids those ubatches).
+fn with_wrong_results(ctx: &Context, mut f: Finding) -> Finding {
+    let records = &ctx.inv.llama.wrong_results;
+    if records.is_empty() || !matches!(f.status, Status::Pass | Status::Warn) {
+        return f;
+    }
+    let list = |u: &[u32]| u.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    for r in records {
+        f.evidence.push(format!(
+            "{}: wrong GPU results at ubatch {} ({}; first: {})",
+            r.record,
+            list(&r.ubatches),
+            r.model,
+            r.first_failure
+        ));
+    }
+    let first = &records[0];
+    f.summary = format!(
+        "{}; wrong results from llama.cpp on this GPU at ubatch {} of {}{}",
+        f.summary,
+        list(&first.ubatches),
+        first.model,
+        if records.len() > 1 {
+            format!(" (and {} more models)", records.len() - 1)
+        } else {
+            String::new()
+        }
+    );
+    f.status = Status::Warn;
+    let advice = "rvl serve never uses those ubatches; after updating panvk or llama.cpp (sudo rvl setup --only mesa,icd,llama-cpp) rerun rvl smoke-bench --gguf MODEL";
+    f.fix = Some(match f.fix.take() {
+        Some(fix) => format!("{fix}; {advice}"),
+        None => advice.to_string(),
+    });
+    f
+}
+
+fn device(ctx: &Context) -> Finding {
     if let Some(f) = super::needs_profile(ctx, ID) {
         return f;
     }

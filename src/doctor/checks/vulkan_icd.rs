@@ -142,9 +142,9 @@ fn duplicates(ctx: &Context, usable: &[&ManifestFile]) -> Finding {
         ),
     )
     .fix(format!(
-        "keep one: export {DRIVER_FILES_VAR}={} or remove the others ({})",
+        "keep one: export {DRIVER_FILES_VAR}={} or remove the others; or use rvl's panvk: {}",
         crate::shell::quote(paths[0]),
-        ctx.setup("icd")
+        ctx.setup_icd()
     ))
 }
 
