@@ -254,12 +254,12 @@ fn the_run_that_finishes_an_interrupted_rollback_says_what_it_put_back() {
     let fx = Fixture::copy(c.fixture);
     apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
     setup(&fx, &a.manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .env("RVL_FAULT", "at-write:3")
         .run()
         .expect_code(FAULT_EXIT);
     let out = setup(&fx, &a.manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK)
         .expect_stdout("finished the rollback that was interrupted (run ")

@@ -59,9 +59,8 @@ impl DownloadReport {
         for f in &self.files {
             let _ = writeln!(
                 s,
-                "{} {} ({}): {}{}",
+                "{} {}: {}{}",
                 style.green("✓"),
-                escape_control(&f.file),
                 f.step,
                 escape_control(&f.from),
                 if f.fetched { "" } else { " (already there)" }
