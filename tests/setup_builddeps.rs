@@ -553,7 +553,7 @@ fn on_debian_12_setup_brings_its_build_tools_and_an_interrupted_build_resumes() 
     );
     // Rollback removes panvk and the ICD; the build tools stay as a cache.
     setup(&fx, &p.manifest)
-        .arg("--rollback")
+        .args(&["--rollback", "--yes"])
         .run()
         .expect_code(exit::OK);
     assert!(!fx.join(PREFIX).exists());
