@@ -21,6 +21,7 @@ esac
 command -v cargo-deb >/dev/null || { echo "cargo-deb missing: cargo install cargo-deb --locked" >&2; exit 1; }
 
 build=(cargo build --locked --release)
+# The release profile strips the binary (Cargo.toml), which works for a cross build too.
 deb=(cargo deb --no-build --no-strip)
 if [ -n "$target" ]; then
     command -v aarch64-linux-gnu-gcc >/dev/null ||
@@ -53,4 +54,22 @@ rm -rf "$assets" && mkdir -p "$assets"
 "$gen" generate completions fish >"$assets/rvl.fish"
 
 echo "== packaging" >&2
-"${deb[@]}" 2>&1 | tail -n 1
+out=$("${deb[@]}" 2>&1 | tail -n 1)
+
+# The Maintainer field names who answers for this build: Debian's DEBFULLNAME/DEBEMAIL, as dch
+# and dh_make read them. Cargo.toml can only hold a placeholder (the project has no public
+# address), so without them the package says so and the build warns.
+if [ -n "${DEBEMAIL:-}" ]; then
+    maint="${DEBFULLNAME:+$DEBFULLNAME }<$DEBEMAIL>"
+    case "$maint" in
+    *$'\n'* | *'|'* | *'&'* | *'\\'*) echo "DEBFULLNAME/DEBEMAIL hold a newline, '|', '&' or a backslash" >&2; exit 2 ;;
+    esac
+    repack=$(mktemp -d)
+    trap 'rm -rf "$repack"' EXIT
+    dpkg-deb -R "$out" "$repack/p"
+    sed -i "s|^Maintainer: .*|Maintainer: $maint|" "$repack/p/DEBIAN/control"
+    dpkg-deb --root-owner-group -Zxz -b "$repack/p" "$out" >/dev/null
+else
+    echo "warning: the package's Maintainer is a placeholder; set DEBEMAIL (and DEBFULLNAME) to name yourself" >&2
+fi
+echo "$out"

@@ -6,14 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-deb=$(scripts/build-deb.sh "$@" | tail -n 1)
+deb=$(DEBFULLNAME="rvl CI" DEBEMAIL="ci@rvl.invalid" scripts/build-deb.sh "$@" | tail -n 1)
 echo "== $deb"
 fail() { echo "check-deb: $*" >&2; exit 1; }
 
 info=$(dpkg-deb -I "$deb")
 want_arch=$(dpkg --print-architecture)
 [ "${1:-}" = --arm64 ] && want_arch=arm64
-for field in "Package: rvl" "Architecture: $want_arch" "Section: utils" "libvulkan1" "Recommends: u-boot-menu"; do
+for field in "Package: rvl" "Architecture: $want_arch" "Section: utils" "libvulkan1" "Recommends: u-boot-menu" \
+    "Maintainer: rvl CI <ci@rvl.invalid>"; do
     grep -qF "$field" <<<"$info" || fail "control lacks '$field'"
 done
 
@@ -44,9 +45,17 @@ out=$("${run[@]}" doctor --root tests/fixtures/roots/boltzmann-mainline --no-vul
 grep -q '"command": *"doctor"' <<<"$out" || fail "installed doctor gave no envelope: $out"
 grep -q '"id": *"board"' <<<"$out" || fail "installed doctor ran no board check"
 
+echo "== the binary is stripped"
+if command -v readelf >/dev/null; then
+    readelf -S "$scratch/usr/bin/rvl" | grep -qE '\.(symtab|debug_info)' && fail "usr/bin/rvl is not stripped"
+fi
+
 echo "== man page renders"
 if command -v man >/dev/null; then
-    MANWIDTH=80 man -l "$scratch/usr/share/man/man1/rvl.1.gz" | grep -q "EXIT STATUS" || fail "man page does not render"
+    page=$(MANWIDTH=80 man -l "$scratch/usr/share/man/man1/rvl.1.gz")
+    for section in EXAMPLES FILES ENVIRONMENT "EXIT STATUS" "SEE ALSO"; do
+        grep -q "^$section" <<<"$page" || fail "man page lacks $section (or does not render)"
+    done
 else
     zcat "$scratch/usr/share/man/man1/rvl.1.gz" | grep -q '^\.TH' || fail "man page has no .TH"
 fi

@@ -48,6 +48,9 @@ pub enum GenerateWhat {
     },
     /// The man page, rvl.1, in roff
     Man,
+    /// The kernel config fragment panthor needs on an RK3588 (merge it with the kernel's
+    /// scripts/kconfig/merge_config.sh); doctor's kernel check compares against it
+    KernelConfig,
 }
 
 impl Command {

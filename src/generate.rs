@@ -15,6 +15,7 @@ pub fn run(what: &GenerateWhat, out: &mut dyn Write) -> anyhow::Result<()> {
     let bytes = match what {
         GenerateWhat::Completions { shell } => completions(*shell),
         GenerateWhat::Man => man_page()?,
+        GenerateWhat::KernelConfig => crate::kernelcfg::PANTHOR_FRAGMENT.as_bytes().to_vec(),
     };
     out.write_all(&bytes)
         .map_err(|e| Error::io("cannot write the generated file", "stdout", e))?;

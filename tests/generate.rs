@@ -150,3 +150,14 @@ fn the_exit_table_lists_each_status_once_and_matches_the_readme() {
         "README's exit table and exit::TABLE differ"
     );
 }
+
+/// The doctor's kernel fixes name `rvl generate kernel-config`, not a path of the source tree
+/// that an installed rvl does not have; what it prints is the fragment the check compares with.
+#[test]
+fn kernel_config_prints_the_fragment_the_kernel_check_uses() {
+    let out = rvl(&["generate", "kernel-config"])
+        .run()
+        .expect_code(exit::OK);
+    assert_eq!(out.stdout(), rvl::kernelcfg::PANTHOR_FRAGMENT);
+    assert!(out.stdout().contains("CONFIG_DRM_PANTHOR=m"), "{out}");
+}

@@ -195,7 +195,7 @@ fn judge_release(ctx: &Context, found: &FirmwareFile) -> Finding {
             ),
         )
         .fix(format!(
-            "install a known release: {} (firmware-manifest/manifest.yaml lists them)",
+            "install a known release: {} (the manifest built into rvl pins them)",
             ctx.setup("firmware")
         )),
     }

@@ -52,7 +52,7 @@ pub fn mainline_fix(ctx: &Context) -> String {
     match ctx.profile.and_then(|p| p.kernel.mainline.as_ref()) {
         Some(m) => format!("{} (boots {})", ctx.setup("kernel"), m.release),
         None => format!(
-            "install a mainline kernel ≥ {} with CONFIG_DRM_PANTHOR (kernel/panthor.config lists what it needs)",
+            "install a mainline kernel ≥ {} with CONFIG_DRM_PANTHOR (`rvl generate kernel-config` prints the options it needs)",
             ctx.profile.map(|p| p.kernel.min_mainline.as_str()).unwrap_or("6.10")
         ),
     }
@@ -212,7 +212,7 @@ fn config_misses(ctx: &Context, release: &str, unmet: &[Unmet]) -> Option<Findin
     let detail: Vec<String> = unmet.iter().map(describe_unmet).collect();
     Some(
         Finding::warn(ID, format!("mainline {release}, but its config misses {}", detail.join(", ")))
-            .fix("rebuild the kernel with kernel/panthor.config merged (scripts/kconfig/merge_config.sh)"),
+            .fix("rebuild the kernel with the fragment `rvl generate kernel-config` prints merged in (the kernel tree's scripts/kconfig/merge_config.sh)"),
     )
 }
 
