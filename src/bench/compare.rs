@@ -186,6 +186,10 @@ pub fn render(c: &Comparison, style: Style) -> String {
             change
         );
     }
+    let _ = writeln!(
+        o,
+        "each figure is one run, with no spread measured: run --compare again with the same file to see how far this machine's runs differ before reading a change as real"
+    );
     o
 }
 

@@ -15,6 +15,10 @@ pub struct Row {
     pub after_tokens_per_s: Option<f64>,
     /// after / before - 1, when both ran ok.
     pub change: Option<f64>,
+    /// The two runs' noise, relative to before: twice their combined standard deviation over
+    /// llama-bench's repetitions (sqrt(sd_before² + sd_now²) · 2 / before). A change within it
+    /// says nothing. Null where either run gave no standard deviation.
+    pub noise: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -77,6 +81,13 @@ pub fn compare(before: &Report, now: &Report) -> Comparison {
                 .find(|(u, o)| *u == ub && o.side == c.side)
                 .map(|p| p.1);
             let (bt, at) = (b.and_then(Case::ok_rate), c.ok_rate());
+            let sd = |c: &Case| c.ok_rate().and(c.stddev_tokens_per_s);
+            let noise = match (bt, b.and_then(sd), sd(c)) {
+                (Some(x), Some(s0), Some(s1)) if x > 0.0 && s0 >= 0.0 && s1 >= 0.0 => {
+                    Some(2.0 * s0.hypot(s1) / x)
+                }
+                _ => None,
+            };
             Row {
                 ubatch: ub,
                 side: c.side,
@@ -88,6 +99,7 @@ pub fn compare(before: &Report, now: &Report) -> Comparison {
                     (Some(x), Some(y)) if x > 0.0 => Some(y / x - 1.0),
                     _ => None,
                 },
+                noise,
             }
         })
         .collect();
@@ -178,6 +190,44 @@ mod tests {
             measured_over_predicted: None,
             g610_predicted_tokens_per_s: None,
         }
+    }
+
+    #[test]
+    fn a_change_within_twice_the_combined_deviation_is_noise() {
+        let with_sd = |tps: f64, sd: f64| Case {
+            stddev_tokens_per_s: Some(sd),
+            ..case(Side::Gpu, Status::Ok, Some(tps))
+        };
+        let before = report(vec![
+            row(64, with_sd(100.0, 3.0)),
+            row(128, with_sd(100.0, 3.0)),
+        ]);
+        let now = report(vec![
+            row(64, with_sd(106.0, 4.0)),
+            row(128, with_sd(150.0, 4.0)),
+        ]);
+        let c = compare(&before, &now);
+        // 2 * hypot(3, 4) / 100 = 10 %: +6 % is inside it, +50 % is not.
+        assert!((c.rows[0].noise.unwrap() - 0.10).abs() < 1e-9);
+        let text = super::super::render::render_comparison(&c, crate::output::Style::plain());
+        assert!(
+            text.contains("| 64 | GPU | 100 t/s | 106 t/s | +6% (noise: ±10%) |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 128 | GPU | 100 t/s | 150 t/s | +50% |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("twice the two runs' combined standard deviation"),
+            "{text}"
+        );
+        // Without a deviation on either side nothing is called noise.
+        let bare = compare(
+            &report(vec![row(64, case(Side::Gpu, Status::Ok, Some(100.0)))]),
+            &now,
+        );
+        assert_eq!(bare.rows[0].noise, None);
     }
 
     #[test]

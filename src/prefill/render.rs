@@ -350,9 +350,22 @@ pub fn render_comparison(c: &Comparison, style: Style) -> String {
             r.side.name(),
             cell(r.before_status, r.before_tokens_per_s),
             cell(Some(r.after_status), r.after_tokens_per_s),
-            r.change
-                .map(|x| format!("{:+.0}%", x * 100.0))
-                .unwrap_or_else(|| "-".into())
+            match (r.change, r.noise) {
+                (Some(x), Some(n)) if x.abs() <= n => {
+                    format!("{:+.0}% (noise: ±{:.0}%)", x * 100.0, n * 100.0)
+                }
+                (Some(x), _) => format!("{:+.0}%", x * 100.0),
+                (None, _) => "-".into(),
+            }
+        );
+    }
+    if c.rows
+        .iter()
+        .any(|r| r.change.is_some() && r.noise.is_some())
+    {
+        let _ = writeln!(
+            o,
+            "a change within twice the two runs' combined standard deviation (over llama-bench's repetitions) is marked noise: run both again to tell a real change from it"
         );
     }
     o
