@@ -323,7 +323,7 @@ fn a_failing_step_fails_the_task_with_setups_message_and_status_and_a_blocked_on
     );
 
     let head = run.failure("rock5-itx");
-    assert_eq!(head["rc"], 1, "{run}");
+    assert_eq!(head["rc"], 12, "{run}");
     assert_eq!(head["kind"], "step-failed", "{run}");
     assert_eq!(head["changed"], false, "{run}");
     let msg = head["msg"].as_str().unwrap();

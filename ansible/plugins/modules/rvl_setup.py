@@ -101,7 +101,7 @@ remaining:
   type: list
   elements: str
 rc:
-  description: rvl's exit status (0 applied or nothing to do, 1 a step failed and was rolled back, 11 a step is blocked).
+  description: rvl's exit status (0 applied or nothing to do, 11 a step is blocked, 12 a step failed and everything the run changed was put back).
   returned: always
   type: int
 '''
