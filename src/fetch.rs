@@ -597,28 +597,7 @@ fn describe(e: &dyn std::error::Error) -> String {
 /// Check a file that another client fetched (`what` names it in errors) against the pinned
 /// size and sha256, with the same hash and errors as a download.
 pub fn verify_file(what: &str, path: &Path, sha256: &str, size: u64) -> Result<(), FetchError> {
-    let io_err = |source| FetchError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let got = fs::metadata(path).map_err(io_err)?.len();
-    if got != size {
-        return Err(FetchError::WrongSize {
-            url: what.to_string(),
-            got,
-            expected: size,
-        });
-    }
-    let actual = sha256_file(path).map_err(io_err)?;
-    let expected = sha256.to_ascii_lowercase();
-    if actual != expected {
-        return Err(FetchError::Checksum {
-            url: what.to_string(),
-            expected,
-            actual,
-        });
-    }
-    Ok(())
+    verify_pinned(what, path, sha256, Some(size))
 }
 
 /// [`verify_file`] for an artifact whose size the manifest may not pin (the sha256 does).
@@ -628,13 +607,21 @@ pub fn verify_pinned(
     sha256: &str,
     size: Option<u64>,
 ) -> Result<(), FetchError> {
-    if let Some(size) = size {
-        return verify_file(what, path, sha256, size);
-    }
-    let actual = sha256_file(path).map_err(|source| FetchError::Io {
+    let io_err = |source| FetchError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    if let Some(expected) = size {
+        let got = fs::metadata(path).map_err(io_err)?.len();
+        if got != expected {
+            return Err(FetchError::WrongSize {
+                url: what.to_string(),
+                got,
+                expected,
+            });
+        }
+    }
+    let actual = sha256_file(path).map_err(io_err)?;
     let expected = sha256.to_ascii_lowercase();
     if actual != expected {
         return Err(FetchError::Checksum {

@@ -47,8 +47,9 @@ fn board() -> Fixture {
     fx
 }
 
-/// Every entry's modification time (seconds since the epoch), by name.
-fn mtimes(archive: &Path) -> BTreeMap<String, u64> {
+/// One header field of every entry of a `.tar.gz`, by name, read from the headers only (a
+/// bundle that grew without bound is not pulled into the test's memory).
+fn header_field(archive: &Path, field: fn(&tar::Header) -> u64) -> BTreeMap<String, u64> {
     let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
     let mut tar = tar::Archive::new(gz);
     tar.entries()
@@ -57,10 +58,15 @@ fn mtimes(archive: &Path) -> BTreeMap<String, u64> {
             let e = e.unwrap();
             (
                 e.path().unwrap().to_string_lossy().into_owned(),
-                e.header().mtime().unwrap(),
+                field(e.header()),
             )
         })
         .collect()
+}
+
+/// Every entry's modification time (seconds since the epoch), by name.
+fn mtimes(archive: &Path) -> BTreeMap<String, u64> {
+    header_field(archive, |h| h.mtime().unwrap())
 }
 
 #[test]
@@ -387,21 +393,9 @@ fn output_through_a_link_replaces_the_file_it_names_and_keeps_the_link() {
     assert!(unpack(&real).keys().any(|k| k.ends_with("doctor.json")));
 }
 
-/// Every entry of a `.tar.gz` and its size, read from the headers (a bundle that grew without
-/// bound is not pulled into the test's memory).
+/// Every entry of a `.tar.gz` and its size.
 fn sizes(archive: &Path) -> BTreeMap<String, u64> {
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
-    let mut tar = tar::Archive::new(gz);
-    tar.entries()
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.path().unwrap().to_string_lossy().into_owned(),
-                e.header().size().unwrap(),
-            )
-        })
-        .collect()
+    header_field(archive, |h| h.size().unwrap())
 }
 
 /// `rvl report --no-vulkan FLAGS -o PARENT/FILE` on the fixture, exit 0: the archive and the output.
