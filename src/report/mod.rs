@@ -218,8 +218,6 @@ fn vocabulary(root: &Root, args: &ReportArgs) -> Vec<String> {
     words
 }
 
-/// Another verb's `--json` document, produced in-process with the same root and settings.
-/// Parsed through the real CLI so its options stay the verb's own.
 /// Doctor once, as JSON and as the text a person reads (`-v`: every check with its evidence).
 fn doctor_docs(args: &ReportArgs, settings: &Settings) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
     let parsed = cli::Cli::try_parse_from(verb_argv(args, "doctor")).map_err(|e| {
@@ -259,6 +257,8 @@ fn verb_argv(args: &ReportArgs, verb: &str) -> Vec<std::ffi::OsString> {
     argv
 }
 
+/// Another verb's `--json` document, produced in-process with the same root and settings.
+/// Parsed through the real CLI so its options stay the verb's own.
 fn verb_json(args: &ReportArgs, settings: &Settings, verb: &str) -> anyhow::Result<Vec<u8>> {
     let argv = verb_argv(args, verb);
     let parsed = cli::Cli::try_parse_from(argv).map_err(|e| {

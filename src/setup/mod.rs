@@ -601,23 +601,26 @@ fn rollback(
     require_write_access(root)?;
     let _lock = lock::Lock::acquire(root)?;
     let recovered = recover(root, args.json)?;
-    // As apply: shown, then confirmed on a terminal or by --yes, never done unasked.
-    let preview = journal::rollback(
-        root,
-        &rollback::Options {
-            dry_run: true,
-            ..opts.clone()
-        },
-    )?;
-    if !preview.is_empty() && !args.yes {
-        if !args.json && settings.can_prompt() {
-            let shown = RollbackReport::new(true, recovered.clone(), None, preview, place.clone());
-            settings.print(&output::Outcome::human(
-                &SetupOutcome::Rollback(shown),
-                settings.style,
-            ));
+    // As apply: shown, then confirmed on a terminal; --yes needs no preview.
+    if !args.yes {
+        let preview = journal::rollback(
+            root,
+            &rollback::Options {
+                dry_run: true,
+                ..opts.clone()
+            },
+        )?;
+        if !preview.is_empty() {
+            if !args.json && settings.can_prompt() {
+                let shown =
+                    RollbackReport::new(true, recovered.clone(), None, preview, place.clone());
+                settings.print(&output::Outcome::human(
+                    &SetupOutcome::Rollback(shown),
+                    settings.style,
+                ));
+            }
+            confirm(false, settings, Confirm::Rollback)?;
         }
-        confirm(false, settings, Confirm::Rollback)?;
     }
     let mut runs = journal::rollback(root, &opts)?;
     // What finishing an interrupted rollback did is this run's work too: listed first, so
