@@ -19,6 +19,8 @@
 //! it). Without it the tests print SKIPPED, unless `RVL_REQUIRE_LLAMA=1` (CI) makes that a
 //! failure.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -52,22 +54,9 @@ const CASES_SG8: &[&str] = &[
 /// f16 and its `prec=f32` twin, f32, q4_K and its twin, q6_K.
 const EXPECTED_SG8: usize = 6;
 
+/// The pinned build's test-backend-ops (beside `RVL_LLAMA_BENCH`), or None to skip.
 fn test_backend_ops() -> Option<PathBuf> {
-    let require = std::env::var("RVL_REQUIRE_LLAMA").is_ok_and(|v| v == "1");
-    let Some(bench) = std::env::var_os("RVL_LLAMA_BENCH").map(PathBuf::from) else {
-        if require {
-            panic!("RVL_REQUIRE_LLAMA=1 but RVL_LLAMA_BENCH is not set (scripts/llama-vulkan/build.sh prints it)");
-        }
-        eprintln!("SKIPPED: RVL_LLAMA_BENCH is not set; set RVL_REQUIRE_LLAMA=1 to make this fail");
-        return None;
-    };
-    let tbo = bench.with_file_name("test-backend-ops");
-    assert!(
-        tbo.is_file(),
-        "no test-backend-ops beside {} (build.sh builds it)",
-        bench.display()
-    );
-    Some(tbo)
+    common::llama::llama().map(|l| l.bin("test-backend-ops"))
 }
 
 /// Run `cases` on lavapipe at `subgroup` (8 or 16) and check all `expected` of them passed.
