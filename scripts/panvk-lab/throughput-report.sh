@@ -141,7 +141,7 @@ fi
 
 flag=()
 [ "$variant" = stock ] || flag=(--variant "$variant")
-[ "$rust" = 1 ] || printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads |\n'
+[ "$rust" = 1 ] || printf '| kernel | FLOP/iter | Mesa FMA / CVT / SFU / ALU / LS (whole shader) | smoke-bench floor GFLOP/s | loop body: FMA / CVT / SFU words, LS instr | loop ALU cycles | predicted GFLOP/s | of peak | regs, threads, spills:fills |\n'
 [ "$rust" = 1 ] || printf '|---|---|---|---|---|---|---|---|---|\n'
 for r in "${rows[@]}"; do
     IFS='|' read -r name shader flops peak args <<<"$r"
@@ -229,9 +229,10 @@ if rust == '1':
         print('    LabLoop { precision: "%s", kernel: "%s", whole: [%s], loop_alu: %s },' % (
             prec, kernel, ', '.join(repr(stats.get(k, 0.0)) for k in ('FMA', 'CVT', 'SFU', 'ALU', 'Load/store')), repr(alu)))
     sys.exit(0)
-print('| %s | %g | %s / %s / %s / %s / %s | %.0f | %d / %d / %d, %d | %.3f | **%.0f** | %.0f %% | %d, %s |' % (
+print('| %s | %g | %s / %s / %s / %s / %s | %.0f | %d / %d / %d, %d | %.3f | **%.0f** | %.0f %% | %d, %s, %d:%d |' % (
     name, flops, g('FMA'), g('CVT'), g('SFU'), g('ALU'), g('Load/store'), floor,
     w['FMA'], w['CVT'], w['SFU'], w['LS'], alu, pred, 100 * pred / peak,
-    stats.get('Registers_used', 0), 'full' if stats.get('Threads') == 2 else 'half'))
+    stats.get('Registers_used', 0), 'full' if stats.get('Threads') == 2 else 'half',
+    stats.get('Spills', 0), stats.get('Fills', 0)))
 EOF
 done
