@@ -1,4 +1,4 @@
-//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0009) computed on a real Vulkan driver
+//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0010) computed on a real Vulkan driver
 //! against ggml's CPU backend, at the G610's subgroup size and at lavapipe's default: llama.cpp's
 //! own `test-backend-ops test -o MUL_MAT`, built by `scripts/llama-vulkan/build.sh` beside
 //! llama-bench, with the Mali pipelines forced (`GGML_VK_MALI_TILES=1`) on lavapipe.
@@ -11,8 +11,8 @@
 //! f32 and f16 activations, f32, q4_0, q8_0, q4_K and q6_K; fp16 accumulators and the fp32 ones
 //! (`prec=f32`, attention's KQ); the 32x32 tile (17 columns) and the 64x64 one; K a multiple of
 //! the K step and not (77, 200); rows and columns that end inside a tile (100, 70, 17, 24);
-//! batched and broadcast weights (bs [2,3], nr [2,1]); q4_K and q6_K rows of four super-blocks
-//! (K 1024), which the q4_K loader of 0007 addresses by block and sub-block. At subgroup 8 a
+//! batched and broadcast weights (bs [2,3], nr [2,1]); quantised rows of many blocks (K 1024),
+//! which the loaders of 0007 and 0010 address by block and sub-block. At subgroup 8 a
 //! subset (`CASES_SG8`)
 //! runs, each shader build once. A wrong result fails the case: a shader
 //! that skips one K step per block fails with ERR 0.032 > 0.0005 (docs/panvk-lab.md).
@@ -39,14 +39,14 @@ const CASES: &[&str] = &[
     r"type_a=f32,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
-    r"type_a=(q4_K|q6_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
-    r"type_a=(q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],",
 ];
 /// How many test-backend-ops cases `CASES` selects: 8 float lines, 8 quantised cases, the
-/// K-quants over several super-blocks (patch 0009: 136x72 K 1024, 40x20 K 512 batched), and
-/// the `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched; q4_0 and q4_K: 96x72, 40x17; q4_K
-/// and q6_K: 136x72).
-const EXPECTED: usize = 8 + 8 + 4 + 9;
+/// quantised types over several blocks (patch 0009: 136x72 K 1024, 40x20 K 512 batched), and
+/// the `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched; q4_0 and q4_K: 96x72, 40x17; every
+/// quantised type: 136x72).
+const EXPECTED: usize = 8 + 8 + 8 + 11;
 
 /// At lavapipe's default subgroup of 8 a subset: each shader build once (fp16 and fp32
 /// accumulators, float and quantised A, both tiles, K not a multiple of 32). The shader uses no
@@ -56,11 +56,11 @@ const CASES_SG8: &[&str] = &[
     r"type_a=f16,type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=f32,type_b=f32,m=64,n=24,k=200,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=(q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
-    r"type_a=q4_K,type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q8_0|q4_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
 ];
-/// f16 and its `prec=f32` twin, f32, q4_K and its twin, q6_K, q4_K over four super-blocks and
-/// its twin.
-const EXPECTED_SG8: usize = 8;
+/// f16 and its `prec=f32` twin, f32, q4_K and its twin, q6_K, q8_0 and q4_K over several
+/// blocks and their twins.
+const EXPECTED_SG8: usize = 10;
 
 /// The pinned build's test-backend-ops (beside `RVL_LLAMA_BENCH`), or None to skip.
 fn test_backend_ops() -> Option<PathBuf> {
