@@ -195,11 +195,44 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
+/// A copy of `text` with spans replaced, in order, and how many were: the bookkeeping every
+/// redaction pass shares.
+struct Splice<'a> {
+    text: &'a str,
+    out: String,
+    copied: usize,
+    n: usize,
+}
+
+impl<'a> Splice<'a> {
+    fn new(text: &'a str) -> Self {
+        Splice {
+            text,
+            out: String::with_capacity(text.len()),
+            copied: 0,
+            n: 0,
+        }
+    }
+
+    /// `text[start..end]` becomes `with`; `start` is at or after the previous span's end.
+    fn replace(&mut self, start: usize, end: usize, with: &str) {
+        self.out.push_str(&self.text[self.copied..start]);
+        self.out.push_str(with);
+        self.copied = end;
+        self.n += 1;
+    }
+
+    fn finish(mut self) -> (String, usize) {
+        self.out.push_str(&self.text[self.copied..]);
+        (self.out, self.n)
+    }
+}
+
 fn replace_host(text: &str, host: &Host, host_field: bool) -> (String, usize) {
     let lower = text.to_ascii_lowercase();
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut copied, mut n, mut from) = (0, 0, 0);
+    let mut out = Splice::new(text);
+    let mut from = 0;
     while let Some(found) = lower[from..].find(&host.lower) {
         let i = from + found;
         let end = i + host.lower.len();
@@ -214,14 +247,10 @@ fn replace_host(text: &str, host: &Host, host_field: bool) -> (String, usize) {
         if host.vocabulary && !host_field && !host_context(text, i) {
             continue;
         }
-        out.push_str(&text[copied..i]);
-        out.push_str(HOST);
-        copied = end;
+        out.replace(i, end, HOST);
         from = end;
-        n += 1;
     }
-    out.push_str(&text[copied..]);
-    (out, n)
+    out.finish()
 }
 
 /// How far back [`host_context`] looks (a syslog or ISO timestamp column fits).
@@ -306,20 +335,25 @@ fn is_secret_key(key: &str) -> bool {
                 .any(|w| has(w)))
 }
 
+/// One redaction pass: the text with its matches replaced, and how many.
+type Pass = fn(&str) -> (String, usize);
+
 /// Every secret in `text` replaced by `<redacted>`; returns the text and how many.
 fn secrets(text: &str) -> (String, usize) {
-    let mut n = 0;
-    let mut out = private_keys(text, &mut n);
-    out = assignments(&out, &mut n);
-    out = bearer(&out, &mut n);
-    out = url_passwords(&out, &mut n);
-    out = known_tokens(&out, &mut n);
+    let passes: [Pass; 4] = [assignments, bearer, url_passwords, known_tokens];
+    let (mut out, mut n) = private_keys(text);
+    for pass in passes {
+        let (o, k) = pass(&out);
+        out = o;
+        n += k;
+    }
     (out, n)
 }
 
 /// `-----BEGIN … PRIVATE KEY-----` to its `-----END … -----` line.
-fn private_keys(text: &str, n: &mut usize) -> String {
+fn private_keys(text: &str) -> (String, usize) {
     let mut out = String::with_capacity(text.len());
+    let mut n = 0;
     let mut rest = text;
     while let Some(start) = rest.find("-----BEGIN ") {
         // The armour line ends on this line: never a search past it (many `-----BEGIN ` on
@@ -342,19 +376,18 @@ fn private_keys(text: &str, n: &mut usize) -> String {
             .unwrap_or(rest.len());
         out.push_str(&rest[..start]);
         out.push_str("<redacted private key>");
-        *n += 1;
+        n += 1;
         rest = &rest[end..];
     }
     out.push_str(rest);
-    out
+    (out, n)
 }
 
 /// `KEY=value`, `KEY: value`, `"KEY": "value"` where KEY names a secret ([`is_secret_key`]):
 /// the value replaced (to the end of the line for `Authorization`).
-fn assignments(text: &str, n: &mut usize) -> String {
+fn assignments(text: &str) -> (String, usize) {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut out = Splice::new(text);
     let mut i = 0;
     while i < b.len() {
         if b[i] != b'=' && b[i] != b':' {
@@ -405,22 +438,18 @@ fn assignments(text: &str, n: &mut usize) -> String {
             i = e.max(i + 1);
             continue;
         }
-        out.push_str(&text[copied..v]);
-        out.push_str(SECRET);
-        *n += 1;
-        copied = e;
+        out.replace(v, e, SECRET);
         i = e.max(i + 1);
     }
-    out.push_str(&text[copied..]);
-    out
+    out.finish()
 }
 
 /// `Bearer <token>` (and `Basic`, `token`) after an authorization header or anywhere.
-fn bearer(text: &str, n: &mut usize) -> String {
+fn bearer(text: &str) -> (String, usize) {
     let lower = text.to_ascii_lowercase();
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut copied, mut from) = (0, 0);
+    let mut out = Splice::new(text);
+    let mut from = 0;
     while let Some(f) = lower[from..].find("bearer ") {
         let start = from + f + "bearer ".len();
         from = start;
@@ -434,20 +463,16 @@ fn bearer(text: &str, n: &mut usize) -> String {
         if e - start < 8 || &text[start..e] == SECRET {
             continue;
         }
-        out.push_str(&text[copied..start]);
-        out.push_str(SECRET);
-        *n += 1;
-        copied = e;
+        out.replace(start, e, SECRET);
         from = e;
     }
-    out.push_str(&text[copied..]);
-    out
+    out.finish()
 }
 
 /// `scheme://user:password@host`: the password replaced.
-fn url_passwords(text: &str, n: &mut usize) -> String {
-    let mut out = String::with_capacity(text.len());
-    let (mut copied, mut from) = (0, 0);
+fn url_passwords(text: &str) -> (String, usize) {
+    let mut out = Splice::new(text);
+    let mut from = 0;
     while let Some(f) = text[from..].find("://") {
         let auth_start = from + f + 3;
         from = auth_start;
@@ -465,19 +490,15 @@ fn url_passwords(text: &str, n: &mut usize) -> String {
         if p_start == p_end || &text[p_start..p_end] == SECRET {
             continue;
         }
-        out.push_str(&text[copied..p_start]);
-        out.push_str(SECRET);
-        *n += 1;
-        copied = p_end;
+        out.replace(p_start, p_end, SECRET);
         from = p_end;
     }
-    out.push_str(&text[copied..]);
-    out
+    out.finish()
 }
 
 /// Tokens recognisable by their prefix: Hugging Face, GitHub, GitLab, OpenAI and Anthropic,
 /// Slack, AWS access key ids, Google API keys, JSON Web Tokens.
-fn known_tokens(text: &str, n: &mut usize) -> String {
+fn known_tokens(text: &str) -> (String, usize) {
     // (prefix, shortest body after it)
     const PREFIXES: &[(&str, usize)] = &[
         ("hf_", 20),
@@ -500,8 +521,8 @@ fn known_tokens(text: &str, n: &mut usize) -> String {
         ("eyJ", 20),
     ];
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut copied, mut i) = (0, 0);
+    let mut out = Splice::new(text);
+    let mut i = 0;
     while i < b.len() {
         let boundary = i == 0 || !(is_word_byte(b[i - 1]) || b[i - 1] == b'.');
         let hit = boundary
@@ -525,17 +546,13 @@ fn known_tokens(text: &str, n: &mut usize) -> String {
             .flatten();
         match hit {
             Some(e) => {
-                out.push_str(&text[copied..i]);
-                out.push_str(SECRET);
-                *n += 1;
-                copied = e;
+                out.replace(i, e, SECRET);
                 i = e;
             }
             None => i += 1,
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    out.finish()
 }
 
 /// Every spelling of a MAC address: six pairs of hex digits joined by `:` or `-` (as `ip link`
@@ -545,23 +562,19 @@ fn known_tokens(text: &str, n: &mut usize) -> String {
 /// text and the number of addresses replaced.
 fn replace_macs(text: &str) -> (String, usize) {
     let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let (mut i, mut copied, mut n) = (0, 0, 0);
+    let mut out = Splice::new(text);
+    let mut i = 0;
     while i < b.len() {
         let boundary = i == 0 || !is_mac_char(b[i - 1]);
         match boundary.then(|| mac_at(text, i)).flatten() {
             Some(len) => {
-                out.push_str(&text[copied..i]);
-                out.push_str(MAC);
+                out.replace(i, i + len, MAC);
                 i += len;
-                copied = i;
-                n += 1;
             }
             None => i += 1,
         }
     }
-    out.push_str(&text[copied..]);
-    (out, n)
+    out.finish()
 }
 
 fn is_mac_char(c: u8) -> bool {
