@@ -165,8 +165,8 @@ fn rollback_after_a_crash_restores_the_original_tree() {
     assert_same(&snapshot(&fixture_dir(c.fixture)), &snapshot(fx.path()));
 }
 
-#[test]
-fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
+/// The first case applied, then a rollback of it crashed at its third write.
+fn rollback_stopped_at_its_third_write() -> (Artifacts, &'static Case, Fixture) {
     let a = artifacts(&firmware_bytes(), None, &[]);
     let c = &CASES[0];
     let fx = Fixture::copy(c.fixture);
@@ -176,6 +176,12 @@ fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
         .env("RVL_FAULT", "at-write:3")
         .run()
         .expect_code(FAULT_EXIT);
+    (a, c, fx)
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_rollback_is_finished_next_time() {
+    let (a, c, fx) = rollback_stopped_at_its_third_write();
     setup(&fx, &a.manifest)
         .arg("--status")
         .run()
@@ -249,15 +255,7 @@ fn a_crash_at_any_write_of_a_line_wise_rollback_is_finished_next_time() {
 /// to one line on stderr).
 #[test]
 fn the_run_that_finishes_an_interrupted_rollback_says_what_it_put_back() {
-    let a = artifacts(&firmware_bytes(), None, &[]);
-    let c = &CASES[0];
-    let fx = Fixture::copy(c.fixture);
-    apply(fx.path(), &a.manifest, c, None).expect_code(exit::OK);
-    setup(&fx, &a.manifest)
-        .args(&["--rollback", "--yes"])
-        .env("RVL_FAULT", "at-write:3")
-        .run()
-        .expect_code(FAULT_EXIT);
+    let (a, c, fx) = rollback_stopped_at_its_third_write();
     let out = setup(&fx, &a.manifest)
         .args(&["--rollback", "--yes"])
         .run()
