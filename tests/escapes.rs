@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::fs;
 use std::path::PathBuf;
 
 use common::roots::{artifacts, copy_tree, firmware_bytes};
@@ -31,15 +30,7 @@ fn assert_no_raw_controls(out: &Output) {
 /// so escapes such as `\e` and `\u202e` become the characters).
 fn manifest_with_url(url: &str) -> (common::roots::Artifacts, PathBuf) {
     let a = artifacts(&firmware_bytes(), None, &[]);
-    let text = fs::read_to_string(&a.manifest).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("url: http://127.0.0.1"))
-        .unwrap()
-        .to_string();
-    let forged = text.replacen(&line, &format!("    url: \"{url}\""), 1);
-    let path = a.manifest.with_file_name("forged.yaml");
-    fs::write(&path, forged).unwrap();
+    let path = a.manifest_with_firmware_url(&format!("\"{url}\""), "forged.yaml");
     (a, path)
 }
 

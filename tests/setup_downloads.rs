@@ -16,16 +16,7 @@ use rvl::exit;
 /// The test manifest with the firmware served from `path` on its loopback server, as `reply`.
 fn firmware_at(a: &Artifacts, path: &str, reply: Reply) -> std::path::PathBuf {
     let url = a.server.route(path, reply);
-    let text = fs::read_to_string(&a.manifest).unwrap();
-    let old = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("url: http://127.0.0.1"))
-        .unwrap()
-        .to_string();
-    let forged = text.replacen(&old, &format!("    url: {url}"), 1);
-    let path = a.manifest.with_file_name("moved.yaml");
-    fs::write(&path, forged).unwrap();
-    path
+    a.manifest_with_firmware_url(&url, "moved.yaml")
 }
 
 /// A byte every 20 ms (50 B/s) of the 4100-byte firmware: 82 s to the end, and never 5 s of

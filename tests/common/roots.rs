@@ -214,6 +214,22 @@ pub struct Artifacts {
     _dir: tempfile::TempDir,
 }
 
+impl Artifacts {
+    /// A copy of the manifest, named `name` beside it, whose firmware `url:` value is `value`
+    /// (YAML as written: quote it for escapes).
+    pub fn manifest_with_firmware_url(&self, value: &str, name: &str) -> PathBuf {
+        let text = fs::read_to_string(&self.manifest).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("url: http://127.0.0.1"))
+            .unwrap();
+        let forged = text.replacen(line, &format!("    url: {value}"), 1);
+        let path = self.manifest.with_file_name(name);
+        fs::write(&path, forged).unwrap();
+        path
+    }
+}
+
 /// Extra `sources:` entries: (id, version, file name, bytes, tree, build).
 pub type SourceEntry<'a> = (&'a str, &'a str, &'a str, &'a [u8], &'a str, &'a str);
 
