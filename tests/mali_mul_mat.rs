@@ -1,7 +1,12 @@
-//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0010) computed on a real Vulkan driver
+//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0012) computed on a real Vulkan driver
 //! against ggml's CPU backend, at the G610's subgroup size and at lavapipe's default: llama.cpp's
 //! own `test-backend-ops test -o MUL_MAT`, built by `scripts/llama-vulkan/build.sh` beside
 //! llama-bench, with the Mali pipelines forced (`GGML_VK_MALI_TILES=1`) on lavapipe.
+//!
+//! Two paths, each checked: the fp16 pipelines (mul_mm_mali.comp), which lavapipe takes as it
+//! is, since it does not call its int8 dot products accelerated; and the int-dot one
+//! (mul_mmq_mali.comp, q8_1 activations), which it takes under `GGML_VK_FORCE_INTEGER_DOT=1`.
+//! ggml's device line (`int dot: 0` / `int dot: 1`) shows which path ran, and the test checks it.
 //!
 //! lavapipe reports `subgroupSize = 16` under `LP_NATIVE_VECTOR_WIDTH=512` and 8 under 256; the
 //! test checks that ggml saw that warp size. Each width gets its own Mesa shader cache, so a
@@ -41,12 +46,30 @@ const CASES: &[&str] = &[
     r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
     r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],",
+    r"type_a=(q4_0|q8_0),type_b=f32,m=100,n=70,k=96,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=q4_K,type_b=f32,m=100,n=70,k=768,bs=\[1,1\],nr=\[1,1\],",
 ];
 /// How many test-backend-ops cases `CASES` selects: 8 float lines, 8 quantised cases, the
-/// quantised types over several blocks (patch 0009: 136x72 K 1024, 40x20 K 512 batched), and
-/// the `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched; q4_0 and q4_K: 96x72, 40x17; every
-/// quantised type: 136x72).
-const EXPECTED: usize = 8 + 8 + 8 + 11;
+/// quantised types over several blocks (patch 0009: 136x72 K 1024, 40x20 K 512 batched), the
+/// block counts a two-block K step does not divide (patch 0012: 3 blocks of q4_0 and q8_0, 3
+/// super-blocks of q4_K, 100x70), and the `prec=f32` twins (f16: 96x72, 40x17, 64x48 batched;
+/// q4_0 and q4_K: 96x72, 40x17; every quantised type: 136x72).
+const EXPECTED: usize = 8 + 8 + 8 + 3 + 11;
+
+/// The int-dot path (`GGML_VK_FORCE_INTEGER_DOT=1`): the quantised lines of `CASES`. q4_0,
+/// q8_0 and q4_K take mul_mmq_mali.comp; q6_K stays on the fp16 pipeline with int dot on, and
+/// is here to show it.
+const CASES_INT: &[&str] = &[
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],",
+    r"type_a=(q4_0|q8_0),type_b=f32,m=100,n=70,k=96,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=q4_K,type_b=f32,m=100,n=70,k=768,bs=\[1,1\],nr=\[1,1\],",
+];
+/// 16 quantised cases, 3 of patch 0012, and 8 `prec=f32` twins (q4_0 and q4_K: 96x72, 40x17;
+/// every type: 136x72).
+const EXPECTED_INT: usize = 16 + 3 + 8;
 
 /// At lavapipe's default subgroup of 8 a subset: each shader build once (fp16 and fp32
 /// accumulators, float and quantised A, both tiles, K not a multiple of 32). The shader uses no
@@ -62,13 +85,22 @@ const CASES_SG8: &[&str] = &[
 /// blocks and their twins.
 const EXPECTED_SG8: usize = 10;
 
+/// The int-dot path at subgroup 8: both tiles, q4_0 and q4_K (the two loaders with nibbles).
+const CASES_INT_SG8: &[&str] = &[
+    r"type_a=(q4_0|q4_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q4_K),type_b=f32,m=136,n=72,k=1024,bs=\[1,1\],nr=\[1,1\],",
+];
+/// Two cases per line and their `prec=f32` twins.
+const EXPECTED_INT_SG8: usize = 8;
+
 /// The pinned build's test-backend-ops (beside `RVL_LLAMA_BENCH`), or None to skip.
 fn test_backend_ops() -> Option<PathBuf> {
     common::llama::llama().map(|l| l.bin("test-backend-ops"))
 }
 
-/// Run `cases` on lavapipe at `subgroup` (8 or 16) and check all `expected` of them passed.
-fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
+/// Run `cases` on lavapipe at `subgroup` (8 or 16), on the int-dot path or not, and check that
+/// ggml took that path and all `expected` cases passed.
+fn mul_mat_cases_pass_at(subgroup: u32, int_dot: bool, cases: &[&str], expected: usize) {
     let Some(tbo) = test_backend_ops() else {
         return;
     };
@@ -89,6 +121,7 @@ fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
         .env("GGML_VK_VISIBLE_DEVICES", "0")
         .env("LP_NATIVE_VECTOR_WIDTH", (subgroup * 32).to_string())
         .env("MESA_SHADER_CACHE_DIR", cache.path())
+        .env("GGML_VK_FORCE_INTEGER_DOT", if int_dot { "1" } else { "0" })
         .output()
         .unwrap();
     let text = format!(
@@ -97,12 +130,17 @@ fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!(
-        "subgroup {subgroup}: {:.0} s for the MUL_MAT cases",
+        "subgroup {subgroup}, int dot {int_dot}: {:.0} s for the MUL_MAT cases",
         t0.elapsed().as_secs_f64()
     );
     assert!(
         text.contains(&format!("warp size: {subgroup} ")),
         "ggml did not see subgroup {subgroup} on lavapipe:\n{text}"
+    );
+    assert!(
+        text.contains(&format!("int dot: {} ", u8::from(int_dot))),
+        "ggml did not take the {} path:\n{text}",
+        if int_dot { "int-dot" } else { "fp16" }
     );
     let failed: Vec<&str> = text.lines().filter(|l| l.contains("FAIL")).collect();
     assert!(failed.is_empty(), "failing cases:\n{}", failed.join("\n"));
@@ -115,10 +153,20 @@ fn mul_mat_cases_pass_at(subgroup: u32, cases: &[&str], expected: usize) {
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_16() {
-    mul_mat_cases_pass_at(16, CASES, EXPECTED);
+    mul_mat_cases_pass_at(16, false, CASES, EXPECTED);
 }
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_8() {
-    mul_mat_cases_pass_at(8, CASES_SG8, EXPECTED_SG8);
+    mul_mat_cases_pass_at(8, false, CASES_SG8, EXPECTED_SG8);
+}
+
+#[test]
+fn the_mali_int_dot_pipeline_matches_the_cpu_at_subgroup_16() {
+    mul_mat_cases_pass_at(16, true, CASES_INT, EXPECTED_INT);
+}
+
+#[test]
+fn the_mali_int_dot_pipeline_matches_the_cpu_at_subgroup_8() {
+    mul_mat_cases_pass_at(8, true, CASES_INT_SG8, EXPECTED_INT_SG8);
 }

@@ -15,9 +15,12 @@
 #  1. the sdist named in PIN.yaml, downloaded with pip into a private venv,
 #     checked against PIN.yaml's size and sha256;
 #  2. Vulkan + SPIRV headers from Debian sid's libvulkan-dev and
-#     spirv-headers debs (Debian 12's are too old for ggml-vulkan), fetched
-#     with apt under a PRIVATE configuration in CACHE/apt and unpacked with
-#     dpkg-deb; /etc/apt is only read (for the mirror URL), never written;
+#     spirv-headers debs (Debian 12's are too old for ggml-vulkan), and sid's
+#     glslc (Debian 12's 2023.2 lacks GL_EXT_integer_dot_product, so ggml would
+#     build no int-dot shaders) with the C/C++ runtime it needs, run through
+#     that runtime's own loader (CACHE/toolchain/bin/glslc); fetched with apt
+#     under a PRIVATE configuration in CACHE/apt and unpacked with dpkg-deb;
+#     /etc/apt is only read (for the mirror URL), never written;
 #  3. the tree, extracted and patched with the series, in a directory named
 #     by the build key = sha256 of PIN.yaml + series + every patch + this
 #     script's cmake flags, so a changed patch gets a new tree and build;
@@ -81,6 +84,8 @@ key="$({
         [ -n "$p" ] && cat "$pdir/$p"
     done <"$pdir/series"
     printf '%s\n' "${cmake_flags[@]}"
+    # the shader compiler: sid's glslc (step 2), not the host's
+    echo "glslc: sid"
 } | sha256sum | cut -c1-16)"
 kdir="$cache/$key"
 bench="$kdir/build/bin/llama-bench"
@@ -100,7 +105,6 @@ t0=$(date +%s)
 need_cmd cmake cmake
 need_cmd ninja ninja-build
 need_cmd g++ g++
-need_cmd glslc glslc
 need_cmd patch patch
 need_cmd apt-get apt
 need_cmd dpkg-deb dpkg
@@ -128,10 +132,14 @@ got="$(sha256sum "$sdist" | cut -d' ' -f1)"
 [ "$got" = "$sha" ] || die "$sdist: sha256 $got, PIN.yaml says $sha"
 say "1/4 sdist ok: $filename (sha256 matches PIN.yaml)"
 
-# --- 2. Vulkan + SPIRV headers from Debian sid ---
-hdr="$cache/headers"
+# --- 2. Vulkan + SPIRV headers and glslc from Debian sid ---
+hdr="$cache/toolchain"
+# the debs: headers, and glslc with the runtime it links (its libshaderc1 holds glslang and
+# SPIRV-Tools); sid's libc6 and libstdc++6 are newer than Debian 12's, so glslc runs through
+# the unpacked libc6's loader with --library-path, never the host's
+debs=(libvulkan-dev spirv-headers glslc libshaderc1 libc6 libgcc-s1 libstdc++6)
 if [ ! -f "$hdr/.ready" ]; then
-    say "2/4 fetching libvulkan-dev + spirv-headers from Debian sid (private apt config)"
+    say "2/4 fetching ${debs[*]} from Debian sid (private apt config)"
     mirror="${LLAMA_VK_MIRROR:-$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
         grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | tr -d ' ' | sed 's:/$::' | head -n 1 || true)}"
     [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*; set LLAMA_VK_MIRROR=URL"
@@ -160,7 +168,7 @@ CONF
         die "apt-get update (sid) failed (log: $aptd/update.log)"
     }
     rm -f "$aptd/debs/"*.deb
-    (cd "$aptd/debs" && apt-get -q download libvulkan-dev spirv-headers) >"$aptd/download.log" 2>&1 || {
+    (cd "$aptd/debs" && apt-get -q download "${debs[@]}") >"$aptd/download.log" 2>&1 || {
         tail -n 20 "$aptd/download.log" >&2
         die "apt-get download failed (log: $aptd/download.log)"
     }
@@ -173,11 +181,23 @@ CONF
     done
     [ -f "$hdr.tmp/usr/include/vulkan/vulkan.hpp" ] || die "no vulkan.hpp in the sid libvulkan-dev deb"
     [ -d "$hdr.tmp/usr/share/cmake/SPIRV-Headers" ] || die "no SPIRV-Headers cmake config in the sid spirv-headers deb"
+    lib="$hdr.tmp/usr/lib/x86_64-linux-gnu"
+    [ -x "$hdr.tmp/usr/bin/glslc" ] && [ -e "$lib/ld-linux-x86-64.so.2" ] || die "no glslc or loader in the sid glslc/libc6 debs"
+    mkdir -p "$hdr.tmp/bin"
+    # the final directory's paths: the wrapper is written before the rename below
+    cat >"$hdr.tmp/bin/glslc" <<WRAP
+#!/bin/sh
+# sid's glslc through sid's loader and libraries (written by scripts/llama-vulkan/build.sh)
+exec "$hdr/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "$hdr/usr/lib/x86_64-linux-gnu" "$hdr/usr/bin/glslc" "\$@"
+WRAP
+    chmod +x "$hdr.tmp/bin/glslc"
     mv "$hdr.tmp/.debs" "$hdr.tmp/.ready"
     rm -rf "$hdr"
     mv "$hdr.tmp" "$hdr"
 fi
-say "2/4 headers ok: $(cut -d' ' -f1 "$hdr/.ready" | tr '\n' ' ')"
+glslc="$hdr/bin/glslc"
+"$glslc" --version >/dev/null 2>&1 || die "$glslc does not run (remove $hdr to fetch it again)"
+say "2/4 headers and glslc ok: $(cut -d' ' -f1 "$hdr/.ready" | tr '\n' ' ')"
 
 # --- 3. the patched tree ---
 src="$kdir/src"
@@ -211,7 +231,7 @@ export GIT_CEILING_DIRECTORIES="$kdir"
 say "4/4 building ${targets[*]} (Release, Vulkan, static; ggml's shader generation dominates)"
 cmake -S "$src" -B "$kdir/build" -G Ninja "${cmake_flags[@]}" \
     -DVulkan_INCLUDE_DIR="$hdr/usr/include" -DVulkan_LIBRARY="$loader" \
-    -DSPIRV-Headers_DIR="$hdr/usr/share/cmake/SPIRV-Headers" >"$kdir/configure.log" 2>&1 || {
+    -DSPIRV-Headers_DIR="$hdr/usr/share/cmake/SPIRV-Headers" -DVulkan_GLSLC_EXECUTABLE="$glslc" >"$kdir/configure.log" 2>&1 || {
     tail -n 30 "$kdir/configure.log" >&2
     die "cmake configure failed (log: $kdir/configure.log)"
 }

@@ -22,6 +22,12 @@ bundle="$(cd "$bundle" && pwd)"
 out="${OUT:-$PWD/mali-tiles-out}"
 mkdir -p "$out"
 export UBATCH="${UBATCH:-16,64,128,512}" REPS="${REPS:-5}"
+# The build's glslc knows cooperative matrices (build.sh: sid's), so on an NVIDIA GPU ggml would
+# take its coopmat/coopmat2 pipelines, and the Mali ones never run (ggml-vulkan picks them only
+# without coopmat). Both switches off for every run: the scalar pipelines, as stop-20's build
+# (Debian 12's glslc, no coopmat) had them, against the Mali ones; int dot stays on, so the
+# forced q4_0 runs take the Mali int-dot pipeline (patch 0011).
+export GGML_VK_DISABLE_COOPMAT=1 GGML_VK_DISABLE_COOPMAT2=1
 shape=(--layers 4 --hidden 2048 --ffn 11008 --heads 16)
 rc=0
 for type in q4_0 f16; do

@@ -32,6 +32,9 @@ tile_spec() {
         mali-s:mali16) echo "16 32 32 32 32 32 1 8 8 1 16" ;;
         mali-m:mali32) echo "128 64 64 32 64 64 1 8 4 1 16" ;;
         mali-s:mali32) echo "32 32 32 32 32 32 1 8 4 1 16" ;;
+        # patches/llama.cpp 0011's mul_mmq_mali.comp: 4 x 4 thread tiles, int-dot, fp32 sums
+        mali-m:maliint) echo "256 64 64 64 64 64 1 4 4 1 16" ;;
+        mali-s:maliint) echo "64 32 32 64 32 32 1 4 4 1 16" ;;
         # candidates measured while choosing the patch's tiles (16 accumulators
         # for the int-dot shaders: they still spill, hence 8 in the patch)
         x-m-16:*) echo "256 64 64 32 16 16 2 2 2 1 16" ;;
@@ -65,6 +68,10 @@ shader_file() {
         mq6_k) echo "matmul_mali_quant_f32_f16acc.spv mali16 14" ;;
         mq4_0-f32acc) echo "matmul_mali_quant_f32.spv mali32 2" ;;
         mq4_k-f32acc) echo "matmul_mali_quant_f32.spv mali32 12" ;;
+        # patches/llama.cpp 0011 (mul_mmq_mali.comp): int-dot with q8_1 activations
+        mi4_0) echo "matmul_mali_q8_1.spv maliint 2" ;;
+        mi8_0) echo "matmul_mali_q8_1.spv maliint 8" ;;
+        mi4_k) echo "matmul_mali_q8_1.spv maliint 12" ;;
         # GGML_VK_DISABLE_F16=1 (or a device without fp16): the *_fp32 builds
         f16-fp32) echo "matmul_f16_f32_fp32.spv mm -1" ;;
         q4_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 2" ;;
@@ -72,6 +79,6 @@ shader_file() {
         q4_k-fp32) echo "matmul_quant_f32_fp32.spv mmq 12" ;;
         q4_0i-fp32) echo "matmul_q4_0_q8_1_fp32.spv int -1" ;;
         q4_ki-fp32) echo "matmul_q4_k_q8_1_fp32.spv int_k -1" ;;
-        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32, mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc)" ;;
+        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32, mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc, mi4_0 mi8_0 mi4_k)" ;;
     esac
 }

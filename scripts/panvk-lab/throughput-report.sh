@@ -109,7 +109,7 @@ if [ "${#ggml[@]}" -gt 0 ]; then
     # mf*/mq*: patches/llama.cpp 0003's mul_mm_mali.comp (families mali16/mali32): one loop
     # iteration is one BK = 32 step; each thread owns TM x TN = 8 x 8 (fp16 accumulators) or
     # 8 x 4 (fp32) outputs: FLOP/iter = 2 * BK * TM * TN.
-    for sh in f16 f32 q4_0 q8_0 q4_k q6_k q4_0i mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc; do
+    for sh in f16 f32 q4_0 q8_0 q4_k q6_k q4_0i mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc mi4_0 mi8_0 mi4_k; do
         read -r file family qtype <<<"$(shader_file "$sh")"
         dir=""
         # the first DIR with a real build of it (ggml's generator leaves 4-byte placeholders
@@ -122,6 +122,7 @@ if [ "${#ggml[@]}" -gt 0 ]; then
         [ "$sh" = f32 ] && pk=512
         [ "$sh" = q4_0i ] && pk=2048
         [ "$family" = mali32 ] && pk=512
+        [ "$family" = maliint ] && pk=2048
         for t in mali-m mali-s; do
             read -r -a wt <<<"$(tile_spec "$t" "$family")"
             bk=${wt[3]}
@@ -130,10 +131,10 @@ if [ "${#ggml[@]}" -gt 0 ]; then
             a=""
             for i in "${!wt[@]}"; do a+="--spec $i=${wt[$i]} "; done
             # ALIGNED (mul_mmq has none)
-            [ "$family" = int ] || a+="--spec 11=1 "
+            case "$family" in int | maliint) ;; *) a+="--spec 11=1 " ;; esac
             [ "$qtype" -ge 0 ] && a+="--spec 12=$qtype "
             flop=$((2 * bk * wt[4] * wt[5] / wt[10]))
-            case "$family" in mali16 | mali32) flop=$((2 * bk * wt[7] * wt[8])) ;; esac
+            case "$family" in mali16 | mali32 | maliint) flop=$((2 * bk * wt[7] * wt[8])) ;; esac
             rows+=("ggml-$sh-$t|$dir/$file|$flop|$pk|$a--groups $((4096 / wt[1])),$((512 / wt[2])),1")
         done
     done
