@@ -628,6 +628,8 @@ fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurem
     let doc = out.stdout_json();
     let g = &doc["prefill"]["g610_prediction"];
     assert_eq!(g["error"], serde_json::Value::Null, "{out}");
+    // the stand-in llama-bench is no rvl install: no stamp, taken as a build without int dot
+    assert_eq!(g["int_dot_build"], false);
     assert_eq!(g["by_type"][0]["ggml_type"], "f16");
     assert_eq!(g["by_type"][0]["matrices"], 3);
     assert_eq!(g["by_type"][0]["pipeline"], "matmul_mali_f16_f32_f16acc");
@@ -654,7 +656,7 @@ fn a_model_of_mali_weight_types_gets_the_g610_lab_prediction_beside_the_measurem
     let s = human.stdout();
     assert!(
         s.contains(
-            "G610 at 1 GHz (panvk lab model, GEMM only): 0.0000492 GFLOP/token (f16 0.0000492 at "
+            "G610 at 1 GHz (panvk lab model, GEMM only, fp16 build): 0.0000492 GFLOP/token (f16 0.0000492 at "
         ),
         "{human}"
     );

@@ -24,7 +24,8 @@ pub const SMALL_TILE_MAX_TOKENS: u32 = 32;
 pub const MAT_VEC_MAX_TOKENS: u32 = 8;
 
 /// One ggml tensor type's pipeline on Mali and its lab rates (GFLOP/s at 4 cores x 1 GHz) with
-/// the 64x64 tile (ubatch > 32) and the 32x32 tile.
+/// the 64x64 tile (ubatch > 32) and the 32x32 tile; for q4_0, q8_0 and q4_K also the int-dot
+/// pipeline's (GOP/s), which a build whose glslc knows GL_EXT_integer_dot_product runs instead.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LabRate {
     pub ggml_type: u32,
@@ -32,14 +33,21 @@ pub struct LabRate {
     pub pipeline: &'static str,
     pub medium_gflops: f64,
     pub small_gflops: f64,
+    /// `(medium, small)` of [`INT_DOT_PIPELINE`], where the type takes it.
+    pub int_dot: Option<(f64, f64)>,
 }
+
+/// rvl's int-dot pipeline on Mali (patches/llama.cpp 0011, mul_mmq_mali.comp: q8_1
+/// activations, the weight type a specialisation constant).
+pub const INT_DOT_PIPELINE: &str = "matmul_mali_q8_1";
 
 /// The lab's rows for rvl's Mali pipelines (docs/panvk-lab.md, "rvl's Mali matmul pipelines":
 /// `throughput-report.sh --ggml`, Mesa 26.2.0-rc1's compiler as rvl's series leaves it), with
 /// the activations in f32 as llama.cpp gives them. Quantised weights run the dequantising
 /// pipeline with fp16 maths (`matmul_mali_quant_f32_f16acc`, one SPIR-V, the type a
-/// specialisation constant): on Mali, rvl's series takes them off ggml's int-dot path, whose
-/// lab rate is lower.
+/// specialisation constant). A build with int-dot shaders runs q4_0, q8_0 and q4_K on rvl's
+/// int-dot pipeline instead (`int_dot`), and q6_K still on the fp16 one (ggml's own int-dot
+/// pipeline is slower on Mali than both).
 pub const LAB_RATES: &[LabRate] = &[
     LabRate {
         ggml_type: 0,
@@ -47,6 +55,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_f32_f32",
         medium_gflops: 359.0,
         small_gflops: 312.0,
+        int_dot: None,
     },
     LabRate {
         ggml_type: 1,
@@ -54,6 +63,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_f16_f32_f16acc",
         medium_gflops: 729.0,
         small_gflops: 640.0,
+        int_dot: None,
     },
     LabRate {
         ggml_type: 2,
@@ -61,6 +71,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_quant_f32_f16acc",
         medium_gflops: 687.0,
         small_gflops: 581.0,
+        int_dot: Some((813.0, 754.0)),
     },
     LabRate {
         ggml_type: 8,
@@ -68,6 +79,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_quant_f32_f16acc",
         medium_gflops: 698.0,
         small_gflops: 595.0,
+        int_dot: Some((844.0, 772.0)),
     },
     LabRate {
         ggml_type: 12,
@@ -75,6 +87,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_quant_f32_f16acc",
         medium_gflops: 672.0,
         small_gflops: 582.0,
+        int_dot: Some((719.0, 670.0)),
     },
     LabRate {
         ggml_type: 14,
@@ -82,6 +95,7 @@ pub const LAB_RATES: &[LabRate] = &[
         pipeline: "matmul_mali_quant_f32_f16acc",
         medium_gflops: 451.0,
         small_gflops: 306.0,
+        int_dot: None,
     },
 ];
 
@@ -94,6 +108,10 @@ pub fn lab_rate(ggml_type: u32) -> Option<&'static LabRate> {
 pub struct G610Prediction {
     /// What the figures assume ([`BASIS`]).
     pub basis: Option<String>,
+    /// Whether the figures take the int-dot pipeline for the types that have one: the
+    /// llama.cpp build's int-dot shaders, as its stamp says (false when it does not say).
+    #[serde(default)]
+    pub int_dot_build: bool,
     /// The weight matmuls' work per token, in GFLOP (2 x rows x columns per matrix).
     pub gflop_per_token: Option<f64>,
     /// Per tensor type: how many weight matrices, their share of the work, the pipeline and
@@ -110,6 +128,17 @@ pub struct TypeShare {
     pub ggml_type: String,
     pub matrices: u32,
     pub gflop_per_token: f64,
+    pub pipeline: String,
+    pub medium_gflops: f64,
+    pub small_gflops: f64,
+    /// The other path's pipeline and rates (the int-dot one where the build has none, the fp16
+    /// one where it has), for the types that have both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<OtherPath>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherPath {
     pub pipeline: String,
     pub medium_gflops: f64,
     pub small_gflops: f64,
@@ -132,8 +161,9 @@ fn is_layer_matmul(name: &str, dims: &[u64]) -> bool {
         && dims.iter().all(|&d| d > 1)
 }
 
-/// The prediction for the model whose header is `g`, at each of `ubatches`.
-pub fn predict(g: &Gguf, ubatches: &[u32]) -> G610Prediction {
+/// The prediction for the model whose header is `g`, at each of `ubatches`, with the int-dot
+/// pipeline for the types that have one when `int_dot_build`.
+pub fn predict(g: &Gguf, ubatches: &[u32], int_dot_build: bool) -> G610Prediction {
     let mut by_type: Vec<TypeShare> = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
     for t in g
@@ -149,14 +179,32 @@ pub fn predict(g: &Gguf, ubatches: &[u32]) -> G610Prediction {
                     s.matrices += 1;
                     s.gflop_per_token += gflop;
                 }
-                None => by_type.push(TypeShare {
-                    ggml_type: r.type_name.to_string(),
-                    matrices: 1,
-                    gflop_per_token: gflop,
-                    pipeline: r.pipeline.to_string(),
-                    medium_gflops: r.medium_gflops,
-                    small_gflops: r.small_gflops,
-                }),
+                None => {
+                    let fp16 = OtherPath {
+                        pipeline: r.pipeline.to_string(),
+                        medium_gflops: r.medium_gflops,
+                        small_gflops: r.small_gflops,
+                    };
+                    let int_dot = r.int_dot.map(|(medium, small)| OtherPath {
+                        pipeline: INT_DOT_PIPELINE.to_string(),
+                        medium_gflops: medium,
+                        small_gflops: small,
+                    });
+                    let (used, other) = match int_dot {
+                        Some(i) if int_dot_build => (i, Some(fp16)),
+                        Some(i) => (fp16, Some(i)),
+                        None => (fp16, None),
+                    };
+                    by_type.push(TypeShare {
+                        ggml_type: r.type_name.to_string(),
+                        matrices: 1,
+                        gflop_per_token: gflop,
+                        pipeline: used.pipeline,
+                        medium_gflops: used.medium_gflops,
+                        small_gflops: used.small_gflops,
+                        other,
+                    })
+                }
             },
             None => {
                 let what = format!("{} (ggml type {})", t.name, t.ggml_type.0);
@@ -168,6 +216,7 @@ pub fn predict(g: &Gguf, ubatches: &[u32]) -> G610Prediction {
     }
     let fail = |e: String| G610Prediction {
         basis: Some(BASIS.to_string()),
+        int_dot_build,
         error: Some(e),
         ..Default::default()
     };
@@ -207,6 +256,7 @@ pub fn predict(g: &Gguf, ubatches: &[u32]) -> G610Prediction {
         .collect();
     G610Prediction {
         basis: Some(BASIS.to_string()),
+        int_dot_build,
         gflop_per_token: Some(by_type.iter().map(|s| s.gflop_per_token).sum()),
         by_type,
         points,
@@ -266,7 +316,7 @@ mod tests {
 
     #[test]
     fn qwen25_3b_q4_k_m_is_q4_k_with_q6_k_attn_v_and_ffn_down_in_half_the_layers() {
-        let p = predict(&qwen25_3b_q4_k_m(), &[512]);
+        let p = predict(&qwen25_3b_q4_k_m(), &[512], false);
         assert_eq!(p.error, None);
         let q4 = p.by_type.iter().find(|s| s.ggml_type == "q4_K").unwrap();
         let q6 = p.by_type.iter().find(|s| s.ggml_type == "q6_K").unwrap();
@@ -281,12 +331,37 @@ mod tests {
         // GEMM-only pp at ubatch 512 with the lab's q4_K and q6_K rates (docs/panvk-lab.md)
         let pp = p.points[0].tokens_per_s;
         assert!((pp - 112.8).abs() < 0.1, "{pp}");
+        assert_eq!(q4.pipeline, "matmul_mali_quant_f32_f16acc");
+        assert_eq!(q4.other.as_ref().unwrap().pipeline, INT_DOT_PIPELINE);
+    }
+
+    #[test]
+    fn an_int_dot_build_takes_the_int_dot_rates_for_q4_k_and_keeps_q6_k_on_fp16() {
+        let p = predict(&qwen25_3b_q4_k_m(), &[512], true);
+        assert!(p.int_dot_build);
+        let q4 = p.by_type.iter().find(|s| s.ggml_type == "q4_K").unwrap();
+        let q6 = p.by_type.iter().find(|s| s.ggml_type == "q6_K").unwrap();
+        assert_eq!(
+            (q4.pipeline.as_str(), q4.medium_gflops),
+            (INT_DOT_PIPELINE, 719.0)
+        );
+        assert_eq!(
+            q4.other.as_ref().unwrap().pipeline,
+            "matmul_mali_quant_f32_f16acc"
+        );
+        assert_eq!(
+            (q6.pipeline.as_str(), q6.other.is_none()),
+            ("matmul_mali_quant_f32_f16acc", true)
+        );
+        // q4_K 4.72 GFLOP a token at 719, q6_K 0.83 at 451
+        let pp = p.points[0].tokens_per_s;
+        assert!((pp - 119.0).abs() < 0.1, "{pp}");
     }
 
     #[test]
     fn the_rate_per_token_is_the_work_over_each_types_lab_rate_by_tile() {
         let g = qwen25_3b_q4_k_m();
-        let p = predict(&g, &[4, 16, 512]);
+        let p = predict(&g, &[4, 16, 512], false);
         assert_eq!(
             p.points.iter().map(|x| x.ubatch).collect::<Vec<_>>(),
             [16, 512]
@@ -320,7 +395,7 @@ mod tests {
             TensorSpec::new("blk.0.attn_k.weight", &[64, 64], GgmlType::BF16),
         ];
         let g = crate::gguf::read::parse(&write::header(&meta, &t).unwrap().0, false).unwrap();
-        let e = predict(&g, &[512]).error.unwrap();
+        let e = predict(&g, &[512], false).error.unwrap();
         assert!(
             e.contains("blk.0.attn_q.weight (ggml type 30) and 1 more"),
             "{e}"
@@ -331,7 +406,7 @@ mod tests {
             GgmlType::F32,
         )];
         let g = crate::gguf::read::parse(&write::header(&meta, &none).unwrap().0, false).unwrap();
-        assert!(predict(&g, &[512])
+        assert!(predict(&g, &[512], true)
             .error
             .unwrap()
             .contains("no layer weight"));

@@ -109,19 +109,19 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let threads = plan::big_cores(&host::cpus::capacities(&root), available);
     let plan = Plan::from_args(args, threads).map_err(Error::Usage)?;
     let (model, shapes, weights, table) = model_file(&plan.model)?;
-    let g610 = match table {
-        Ok(g) => g610::predict(&g, &plan.ubatches),
-        Err(e) => g610::G610Prediction {
-            error: Some(format!("the GGUF header gives no tensor table ({e})")),
-            ..Default::default()
-        },
-    };
     // A worker that is down would fail every GPU case, minutes later: say so now.
     for w in &plan.rpc {
         host::rpc::connects(w, host::rpc::CONNECT_TIMEOUT).map_err(Error::Tool)?;
     }
     let inv = inventory(&root, settings);
     let (bench, install) = choose_bench(args.llama_bench.as_deref(), &inv.llama)?;
+    let g610 = match table {
+        Ok(g) => g610::predict(&g, &plan.ubatches, int_dot_build(install)),
+        Err(e) => g610::G610Prediction {
+            error: Some(format!("the GGUF header gives no tensor table ({e})")),
+            ..Default::default()
+        },
+    };
     let mut checker = check_tool(args.test_backend_ops.as_deref(), &bench, install, weights)?;
     if !plan.rpc.is_empty() && checker.tool.path.is_some() {
         // test-backend-ops multiplies on this board's devices only; the GPU runs here are the
@@ -427,6 +427,17 @@ fn choose_bench<'a>(
             llama::PREFIX_NAME
         ))),
     }
+}
+
+/// Whether the llama.cpp build has int-dot shaders, so the G610 prediction takes rvl's int-dot
+/// pipeline for q4_0, q8_0 and q4_K: its build stamp says so. A llama-bench outside rvl's
+/// installs, or an older stamp that does not say, is taken as a build without (Debian 12's
+/// glslc has no GL_EXT_integer_dot_product).
+fn int_dot_build(install: Option<&LlamaInstall>) -> bool {
+    install
+        .and_then(|i| i.stamp.as_ref())
+        .and_then(|s| s.int_dot_matmul)
+        .unwrap_or(false)
 }
 
 /// The rvl install a llama-bench path belongs to (its prefix's `bin/`, or setup's wrapper on
@@ -735,6 +746,23 @@ mod tests {
             kind: kind.into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn only_a_stamp_that_says_int_dot_makes_the_prediction_take_the_int_dot_pipeline() {
+        use crate::inventory::LlamaStamp;
+        let with = |int_dot_matmul| LlamaInstall {
+            stamp: Some(LlamaStamp {
+                int_dot_matmul,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert!(int_dot_build(Some(&with(Some(true)))));
+        assert!(!int_dot_build(Some(&with(Some(false)))));
+        assert!(!int_dot_build(Some(&with(None))));
+        assert!(!int_dot_build(Some(&LlamaInstall::default())));
+        assert!(!int_dot_build(None));
     }
 
     #[test]

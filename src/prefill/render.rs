@@ -172,8 +172,19 @@ fn g610_line(r: &Report) -> Option<String> {
         .by_type
         .iter()
         .map(|t| {
+            let other = t.other.as_ref().map_or(String::new(), |o| {
+                format!(
+                    " ({} {})",
+                    if g.int_dot_build {
+                        "fp16"
+                    } else {
+                        "int-dot build"
+                    },
+                    sig3(o.medium_gflops)
+                )
+            });
             format!(
-                "{} {} at {} GFLOP/s",
+                "{} {} at {} GFLOP/s{other}",
                 escape_line(&t.ggml_type),
                 sig3(t.gflop_per_token),
                 sig3(t.medium_gflops)
@@ -181,7 +192,8 @@ fn g610_line(r: &Report) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "G610 at 1 GHz (panvk lab model, GEMM only): {} GFLOP/token ({})",
+        "G610 at 1 GHz (panvk lab model, GEMM only, {} build): {} GFLOP/token ({})",
+        if g.int_dot_build { "int-dot" } else { "fp16" },
         sig3(g.gflop_per_token.unwrap_or(0.0)),
         types.join(", ")
     ))
