@@ -205,7 +205,7 @@ pub fn int_dot_from_log(log: &str) -> Option<bool> {
 /// The sentence doctor and serve print about the int-dot matmul path of a build.
 pub fn int_dot_line(built: Option<bool>) -> Option<&'static str> {
     match built? {
-        true => Some("int-dot matmul: built (on Mali, q4_0/q8_0/q4_K prefill takes rvl's int-dot pipeline, q6_K the fp16 one)"),
+        true => Some("int-dot matmul: built (on Mali, q4_0/q8_0/q4_K/q6_K prefill takes rvl's int-dot pipeline)"),
         false => Some("int-dot matmul: not built (this release's glslc lacks GL_EXT_integer_dot_product, e.g. Debian 12's 2023.2); quantised prefill takes rvl's fp16 Mali pipeline"),
     }
 }

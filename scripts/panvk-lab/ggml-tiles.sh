@@ -72,6 +72,7 @@ shader_file() {
         mi4_0) echo "matmul_mali_q8_1.spv maliint 2" ;;
         mi8_0) echo "matmul_mali_q8_1.spv maliint 8" ;;
         mi4_k) echo "matmul_mali_q8_1.spv maliint 12" ;;
+        mi6_k) echo "matmul_mali_q8_1.spv maliint 14" ;;
         # GGML_VK_DISABLE_F16=1 (or a device without fp16): the *_fp32 builds
         f16-fp32) echo "matmul_f16_f32_fp32.spv mm -1" ;;
         q4_0-fp32) echo "matmul_quant_f32_fp32.spv mmq 2" ;;
@@ -79,6 +80,6 @@ shader_file() {
         q4_k-fp32) echo "matmul_quant_f32_fp32.spv mmq 12" ;;
         q4_0i-fp32) echo "matmul_q4_0_q8_1_fp32.spv int -1" ;;
         q4_ki-fp32) echo "matmul_q4_k_q8_1_fp32.spv int_k -1" ;;
-        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32, mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc, mi4_0 mi8_0 mi4_k)" ;;
+        *) die "unknown shader '$1' (f16 f32 q4_0 q8_0 q4_k q6_k q4_0i q8_0i q4_ki q6_ki, *-fp32, mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc, mi4_0 mi8_0 mi4_k mi6_k)" ;;
     esac
 }

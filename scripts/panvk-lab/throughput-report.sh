@@ -109,7 +109,7 @@ if [ "${#ggml[@]}" -gt 0 ]; then
     # mf*/mq*: patches/llama.cpp 0003's mul_mm_mali.comp (families mali16/mali32): one loop
     # iteration is one BK = 32 step; each thread owns TM x TN = 8 x 8 (fp16 accumulators) or
     # 8 x 4 (fp32) outputs: FLOP/iter = 2 * BK * TM * TN.
-    for sh in f16 f32 q4_0 q8_0 q4_k q6_k q4_0i mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc mi4_0 mi8_0 mi4_k; do
+    for sh in f16 f32 q4_0 q8_0 q4_k q6_k q4_0i mf16 mf16-f32acc mf16b mf32 mq4_0 mq8_0 mq4_k mq6_k mq4_0-f32acc mq4_k-f32acc mi4_0 mi8_0 mi4_k mi6_k; do
         read -r file family qtype <<<"$(shader_file "$sh")"
         dir=""
         # the first DIR with a real build of it (ggml's generator leaves 4-byte placeholders

@@ -430,7 +430,7 @@ fn choose_bench<'a>(
 }
 
 /// Whether the llama.cpp build has int-dot shaders, so the G610 prediction takes rvl's int-dot
-/// pipeline for q4_0, q8_0 and q4_K: its build stamp says so. A llama-bench outside rvl's
+/// pipeline for q4_0, q8_0, q4_K and q6_K: its build stamp says so. A llama-bench outside rvl's
 /// installs, or an older stamp that does not say, is taken as a build without (Debian 12's
 /// glslc has no GL_EXT_integer_dot_product).
 fn int_dot_build(install: Option<&LlamaInstall>) -> bool {
