@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::compare::{self, Comparison};
+use super::g610::G610Prediction;
 use super::report::{Case, Check, CheckStatus, Report, Status};
 use crate::output::{duration, escape_line, sig3, Style};
 
@@ -162,9 +163,9 @@ fn status_cell(gpu: &Case, cpu: Option<&Case>, style: Style) -> String {
     }
 }
 
-/// "G610 at 1 GHz (panvk lab): 5.55 GFLOP/token, q4_K 4.62 at 760 GFLOP/s, ...".
-fn g610_line(r: &Report) -> Option<String> {
-    let g = &r.g610_prediction;
+/// "G610 at 1 GHz (panvk lab model, GEMM only, fp16 build): 5.55 GFLOP/token (q4_K 4.72 at 672
+/// GFLOP/s (int-dot build 719), ...)": the rate of the path the build takes, the other beside it.
+fn g610_line(g: &G610Prediction) -> Option<String> {
     if g.points.is_empty() {
         return None;
     }
@@ -204,7 +205,7 @@ fn table(o: &mut String, r: &Report, style: Style) {
     let predicted = !r.gemm_prediction.points.is_empty();
     let g610 = !r.g610_prediction.points.is_empty();
     let _ = writeln!(o);
-    if let Some(l) = g610_line(r) {
+    if let Some(l) = g610_line(&r.g610_prediction) {
         let _ = writeln!(o, "{l}");
     }
     if let (true, Some(s)) = (predicted, &r.gemm_prediction.shapes) {
@@ -392,4 +393,56 @@ pub fn render_notes(notes: &[String], style: Style) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefill::g610::{G610Point, OtherPath, TypeShare};
+
+    fn q4_k(pipeline: &str, medium: f64, other: (&str, f64)) -> TypeShare {
+        TypeShare {
+            ggml_type: "q4_K".into(),
+            matrices: 1,
+            gflop_per_token: 4.72,
+            pipeline: pipeline.into(),
+            medium_gflops: medium,
+            small_gflops: 1.0,
+            other: Some(OtherPath {
+                pipeline: other.0.into(),
+                medium_gflops: other.1,
+                small_gflops: 1.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_g610_line_names_the_build_and_gives_the_other_paths_rate_beside_each_type() {
+        let point = vec![G610Point {
+            ubatch: 512,
+            tokens_per_s: 1.0,
+        }];
+        let fp16 = G610Prediction {
+            gflop_per_token: Some(4.72),
+            by_type: vec![q4_k("fp16 pipeline", 672.0, ("int-dot pipeline", 719.0))],
+            points: point.clone(),
+            ..Default::default()
+        };
+        assert_eq!(
+            g610_line(&fp16).unwrap(),
+            "G610 at 1 GHz (panvk lab model, GEMM only, fp16 build): 4.72 GFLOP/token (q4_K 4.72 at 672 GFLOP/s (int-dot build 719))"
+        );
+        let int_dot = G610Prediction {
+            int_dot_build: true,
+            gflop_per_token: Some(4.72),
+            by_type: vec![q4_k("int-dot pipeline", 719.0, ("fp16 pipeline", 672.0))],
+            points: point,
+            ..Default::default()
+        };
+        assert_eq!(
+            g610_line(&int_dot).unwrap(),
+            "G610 at 1 GHz (panvk lab model, GEMM only, int-dot build): 4.72 GFLOP/token (q4_K 4.72 at 719 GFLOP/s (fp16 672))"
+        );
+        assert_eq!(g610_line(&G610Prediction::default()), None);
+    }
 }
