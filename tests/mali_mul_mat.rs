@@ -1,4 +1,4 @@
-//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0012) computed on a real Vulkan driver
+//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0013) computed on a real Vulkan driver
 //! against ggml's CPU backend, at the G610's subgroup size and at lavapipe's default: llama.cpp's
 //! own `test-backend-ops test -o MUL_MAT`, built by `scripts/llama-vulkan/build.sh` beside
 //! llama-bench, with the Mali pipelines forced (`GGML_VK_MALI_TILES=1`) on lavapipe.
