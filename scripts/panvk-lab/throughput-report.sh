@@ -2,7 +2,7 @@
 # Compiler-side throughput model for the Mali-G610 MC4 from Mesa's Valhall compiler
 # (native lab build, docs/panvk-lab.md "Throughput model"):
 #
-#   scripts/panvk-lab/throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]
+#   scripts/panvk-lab/throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust] [--loop]
 #
 # For rvl's peak loops and Mali GEMM kernels, the two llama-like tiles Mali runs (with --vkpeak, vkpeak's fp32/fp16/int8 loops
 # compiled by hand into DIR/vkpeak_*.spv; with --ggml, llama.cpp's mul_mm f16/f32/q4_0 pipelines
@@ -26,6 +26,7 @@
 # code, other counts). ggml's rows keep it on, as ggml does (it enables every feature the device
 # reports, and its mul_mm pipelines do not opt out through VK_EXT_pipeline_robustness).
 # --rust prints the rvl rows as src/bench/throughput.rs LAB_LOOPS entries instead.
+# --loop prints, after each row, the counted loop body: one instruction a line with its unit.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 variant=stock
@@ -33,6 +34,7 @@ vkpeak=""
 ggml=()
 only="."
 rust=0
+loop=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --patched) variant=patched; shift ;;
@@ -41,7 +43,8 @@ while [ $# -gt 0 ]; do
         --ggml) ggml+=("$2"); shift 2 ;;
         --only) only="$2"; shift 2 ;;
         --rust) rust=1; shift ;;
-        *) die "usage: throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust]" ;;
+        --loop) loop=1; shift ;;
+        *) die "usage: throughput-report.sh [--patched|--variant NAME] [--vkpeak DIR] [--ggml DIR]... [--only REGEX] [--rust] [--loop]" ;;
     esac
 done
 MESA_LAB="${MESA_LAB:-/work/mesa-lab}"
@@ -161,9 +164,9 @@ for r in "${rows[@]}"; do
             >"$CACHE/$key.tmp" 2>"$CACHE/$key.err" || die "harness failed on $name (see $CACHE/$key.err)"
         mv "$CACHE/$key.tmp" "$CACHE/$key.out"
     fi
-    python3 - "$isa" "$CACHE/$key.out" "$CACHE/$key.err" "$name" "$flops" "$peak" "$rust" <<'EOF'
+    python3 - "$isa" "$CACHE/$key.out" "$CACHE/$key.err" "$name" "$flops" "$peak" "$rust" "$loop" <<'EOF'
 import re, sys
-isa, out, err, name, flops, peak, rust = sys.argv[1:]
+isa, out, err, name, flops, peak, rust, loop = sys.argv[1:]
 flops, peak = float(flops), float(peak)
 # Opcode -> unit, from ISA.xml: an <ins> names its own unit or inherits its <group>'s.
 unit = {}
@@ -235,5 +238,8 @@ print('| %s | %g | %s / %s / %s / %s / %s | %.0f | %d / %d / %d, %d | %.3f | **%
     w['FMA'], w['CVT'], w['SFU'], w['LS'], alu, pred, 100 * pred / peak,
     stats.get('Registers_used', 0), 'full' if stats.get('Threads') == 2 else 'half',
     stats.get('Spills', 0), stats.get('Fills', 0)))
+if loop == '1' and best:
+    for l in ins[best[0]:best[1] + 1]:
+        print('    %-4s %s' % (unit_of(l.split()[0]) or '-', l))
 EOF
 done
