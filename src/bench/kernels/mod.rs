@@ -110,28 +110,28 @@ pub struct KernelSpec {
     pub split_from_cus: bool,
 }
 
-static GEMM_REG_F32: &[u8] = include_bytes!("shaders/gemm_reg_f32.spv");
-static GEMM_REG_F16: &[u8] = include_bytes!("shaders/gemm_reg_f16.spv");
-static GEMM_TILED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_f32.spv");
-static GEMM_TILED_PEELED_F32: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f32.spv");
-static GEMM_TILED_SPLITK_F32: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f32.spv");
-static GEMM_TILED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_f16.spv");
-static GEMM_TILED_PEELED_F16: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f16.spv");
-static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f16.spv");
-static GEMM_TILED_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_f16s.spv");
-static GEMM_TILED_PEELED_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_f16s.spv");
-static GEMM_TILED_SPLITK_F16S: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_f16s.spv");
-static GEMM_TILED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_q4_0.spv");
-static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_peeled_q4_0.spv");
-static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_q4_0.spv");
-static GEMM_TILED_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_int8.spv");
-static GEMM_TILED_SPLITK_INT8: &[u8] = include_bytes!("shaders/gemm_tiled_splitk_int8.spv");
-static GEMM_INT8: &[u8] = include_bytes!("shaders/gemm_int8.spv");
-static GEMM_Q4_0: &[u8] = include_bytes!("shaders/gemm_q4_0.spv");
-pub static PEAK_F32: &[u8] = include_bytes!("shaders/peak_f32.spv");
-pub static PEAK_F16: &[u8] = include_bytes!("shaders/peak_f16.spv");
-pub static PEAK_INT8: &[u8] = include_bytes!("shaders/peak_int8.spv");
-pub static PROBE_SPILL: &[u8] = include_bytes!("shaders/probe_spill.spv");
+static GEMM_REG_F32: &[u8] = include_bytes!("../shaders/gemm_reg_f32.spv");
+static GEMM_REG_F16: &[u8] = include_bytes!("../shaders/gemm_reg_f16.spv");
+static GEMM_TILED_F32: &[u8] = include_bytes!("../shaders/gemm_tiled_f32.spv");
+static GEMM_TILED_PEELED_F32: &[u8] = include_bytes!("../shaders/gemm_tiled_peeled_f32.spv");
+static GEMM_TILED_SPLITK_F32: &[u8] = include_bytes!("../shaders/gemm_tiled_splitk_f32.spv");
+static GEMM_TILED_F16: &[u8] = include_bytes!("../shaders/gemm_tiled_f16.spv");
+static GEMM_TILED_PEELED_F16: &[u8] = include_bytes!("../shaders/gemm_tiled_peeled_f16.spv");
+static GEMM_TILED_SPLITK_F16: &[u8] = include_bytes!("../shaders/gemm_tiled_splitk_f16.spv");
+static GEMM_TILED_F16S: &[u8] = include_bytes!("../shaders/gemm_tiled_f16s.spv");
+static GEMM_TILED_PEELED_F16S: &[u8] = include_bytes!("../shaders/gemm_tiled_peeled_f16s.spv");
+static GEMM_TILED_SPLITK_F16S: &[u8] = include_bytes!("../shaders/gemm_tiled_splitk_f16s.spv");
+static GEMM_TILED_Q4_0: &[u8] = include_bytes!("../shaders/gemm_tiled_q4_0.spv");
+static GEMM_TILED_PEELED_Q4_0: &[u8] = include_bytes!("../shaders/gemm_tiled_peeled_q4_0.spv");
+static GEMM_TILED_SPLITK_Q4_0: &[u8] = include_bytes!("../shaders/gemm_tiled_splitk_q4_0.spv");
+static GEMM_TILED_INT8: &[u8] = include_bytes!("../shaders/gemm_tiled_int8.spv");
+static GEMM_TILED_SPLITK_INT8: &[u8] = include_bytes!("../shaders/gemm_tiled_splitk_int8.spv");
+static GEMM_INT8: &[u8] = include_bytes!("../shaders/gemm_int8.spv");
+static GEMM_Q4_0: &[u8] = include_bytes!("../shaders/gemm_q4_0.spv");
+pub static PEAK_F32: &[u8] = include_bytes!("../shaders/peak_f32.spv");
+pub static PEAK_F16: &[u8] = include_bytes!("../shaders/peak_f16.spv");
+pub static PEAK_INT8: &[u8] = include_bytes!("../shaders/peak_int8.spv");
+pub static PROBE_SPILL: &[u8] = include_bytes!("../shaders/probe_spill.spv");
 
 impl KernelSpec {
     /// A register-blocked kernel: workgroup `wx x wy` invocations, each `tm x tn` outputs.
