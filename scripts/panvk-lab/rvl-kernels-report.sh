@@ -13,18 +13,18 @@
 # Mali and take minutes each under qemu); default reg,peak,probe,tiled.
 #
 # SHADER_DIR holds the bench's SPIR-V (src/bench/shaders/*.spv). The kernel list
-# and specialisation constants mirror src/bench/kernels.rs catalogue():
+# and specialisation constants mirror src/bench/kernels/catalogue.rs catalogue():
 #   reg-TMxTN  (gemm_reg_f32/_f16, gemm_int8, gemm_q4_0): spec {wx, wy, TM, TN[, KCHUNK=8 for fp16]},
 #              workgroup wx x wy, grid (ceil(N/(wx*TN)), ceil(M/(wy*TM)))
 #   tiled-*    (gemm_tiled_{f32,f16,q4_0}.spv and their _peeled/_splitk forms, and the
 #              int8-dot gemm_tiled_int8/_splitk_int8 with BK = 32, one block): spec
 #              {threads, BM, BN, BK, TM, TN, SPLIT}, grid (ceil(M/BM), ceil(N/BN), SPLIT).
-#              The shapes of kernels.rs low_precision_tiles, for each of fp32, fp16 and q4_0
-#              (the fp32 catalogue's own tiles, small-grid ones included, are among them), its
-#              int8_tiles, and llama-64x64/128x128 (fp32). The -splitcu variants are the _splitk
-#              build with a split chosen per shape from the compute-unit count, which the lab
-#              does not have: no row. Not Mali kernels (kernels.rs skips every non-llama tile
-#              there); the rows record what they would cost.
+#              The shapes of kernels/catalogue.rs low_precision_tiles, for each of fp32, fp16
+#              and q4_0 (the fp32 catalogue's own tiles, small-grid ones included, are among
+#              them), its int8_tiles, and llama-64x64/128x128 (fp32). The -splitcu variants are
+#              the _splitk build with a split chosen per shape from the compute-unit count, which
+#              the lab does not have: no row. Not Mali kernels (kernels/support.rs skips every
+#              non-llama tile there); the rows record what they would cost.
 # Default shape: M = 512 tokens, N = 4096 outputs. Rows (tab-separated):
 #   kernel shader spills fills regs tls_bytes wls_bytes cmdbuf_bytes end_result compile_s
 set -euo pipefail
@@ -61,8 +61,8 @@ tiled() { # name bm bn bk tm tn [form [precision]]; form guarded, peeled or spli
     [ -f "$dir/$file" ] || { printf '%s\t%s\tmissing\n' "$name" "$file"; return; }
     local threads=$(((bm / tm) * (bn / tn))) out
     # The split-K build adds partial sums with atomicAdd on floats; panvk has no
-    # shaderBufferFloat32AtomicAdd, and Mesa aborts compiling it (kernels.rs never offers those
-    # there), so a failed compile is a row, not the end of the table.
+    # shaderBufferFloat32AtomicAdd, and Mesa aborts compiling it (kernels/support.rs never offers
+    # those there), so a failed compile is a row, not the end of the table.
     if ! out=$("$LAB_DIR/spill-report.sh" "$dir/$file" --spec "0=$threads" --spec "1=$bm" --spec "2=$bn" \
         --spec "3=$bk" --spec "4=$tm" --spec "5=$tn" --spec "6=$split" \
         --groups "$(((M + bm - 1) / bm)),$(((N + bn - 1) / bn)),$split" --row 2>/dev/null); then
@@ -74,7 +74,7 @@ tiled() { # name bm bn bk tm tn [form [precision]]; form guarded, peeled or spli
 
 if [[ "$families" == *,reg,* ]]; then
 # Mali runs the rows marked "mali" (0 spills); the others spill on Mali and are
-# kept for GPUs with more registers (kernels.rs MALI_SPILLS).
+# kept for GPUs with more registers (kernels/support.rs MALI_SPILLS).
 reg reg-4x4 gemm_reg_f32.spv 16 4 4 4 # mali
 reg reg-4x2 gemm_reg_f32.spv 16 4 4 2 # mali
 reg reg-2x4 gemm_reg_f32.spv 16 4 2 4 # mali
@@ -113,7 +113,7 @@ if [[ "$families" == *,probe,* ]]; then
     fixed probe-spill-8 probe_spill.spv 128 86 8
 fi
 if [[ "$families" == *,tiled,* ]]; then
-# kernels.rs low_precision_tiles, in its order: name bm bn bk tm tn form.
+# kernels/catalogue.rs low_precision_tiles, in its order: name bm bn bk tm tn form.
 tiles=(
     "tiled-128x128 128 128 16 8 8 guarded"
     "tiled-64x128 64 128 16 8 8 guarded"
@@ -137,14 +137,15 @@ for p in f32 f16 q4_0; do
         tiled "$name-$p" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" "$p"
     done
 done
-# kernels.rs int8_tiles (gemm_tiled_int8.comp has no peeled form).
+# kernels/catalogue.rs int8_tiles (gemm_tiled_int8.comp has no peeled form).
 for t in "tiled-128x128 128 128 32 8 8 guarded" "tiled-64x128 64 128 32 8 8 guarded" \
     "tiled-64x64 64 64 32 4 8 guarded" "tiled-32x128 32 128 32 4 8 guarded" \
     "tiled-64x128-split4 64 128 32 8 8 split4" "tiled-32x128-split8 32 128 32 4 8 split8"; do
     read -r name bm bn bk tm tn form <<<"$t"
     tiled "$name-int8" "$bm" "$bn" "$bk" "$tm" "$tn" "$form" int8
 done
-# kernels.rs fp16_shared_tiles (gemm_tiled.comp -DF16 -DSHARED_F16: gemm_tiled*_f16s.spv).
+# kernels/catalogue.rs fp16_shared_tiles (gemm_tiled.comp -DF16 -DSHARED_F16:
+# gemm_tiled*_f16s.spv).
 for t in "tiled-128x128 128 128 16 8 8 guarded" "tiled-64x64 64 64 16 4 8 guarded" \
     "tiled-128x128-k32 128 128 32 8 8 guarded" "tiled-128x128-k8-peeled 128 128 8 8 8 peeled" \
     "tiled-128x64-split2 128 64 16 8 8 split2" "tiled-64x128-split4 64 128 16 8 8 split4" \

@@ -62,8 +62,8 @@ rows=(
     "peak-fp16|$S/peak_f16.spv|256|1024|--spec 0=256 --groups 16384,1,1 --no-robust"
     "peak-int8|$S/peak_int8.spv|1024|2048|--spec 0=256 --groups 16384,1,1 --no-robust"
 )
-# The Mali rows of src/bench/kernels.rs (0 spills), M = 512 tokens, N = 4096 outputs; work per
-# loop iteration as KernelSpec::flops_per_iteration counts it.
+# The Mali rows of src/bench/kernels/catalogue.rs (0 spills), M = 512 tokens, N = 4096 outputs;
+# work per loop iteration as KernelSpec::flops_per_iteration counts it.
 reg() { # name shader tm tn flops_per_output peak [kchunk]
     local extra=""
     [ -n "${7:-}" ] && extra=" --spec 4=$7"
@@ -79,9 +79,9 @@ reg int8-reg-4x1 gemm_int8.spv 4 1 64 2048
 reg q4_0-reg-2x2 gemm_q4_0.spv 2 2 64 512
 reg q4_0-reg-4x1 gemm_q4_0.spv 4 1 64 512
 reg q4_0-reg-2x1 gemm_q4_0.spv 2 1 64 512
-# llama.cpp's two tile shapes in rvl's fp32 tiled kernel (kernels.rs llama_like: they run on Mali,
-# spilling, to reproduce what upstream llama.cpp meets). One loop iteration is one BK step of K
-# (gemm_tiled.comp: the kk loop over BK is unrolled), TM x TN outputs per thread:
+# llama.cpp's two tile shapes in rvl's fp32 tiled kernel (kernels/catalogue.rs llama_like: they
+# run on Mali, spilling, to reproduce what upstream llama.cpp meets). One loop iteration is one BK
+# step of K (gemm_tiled.comp: the kk loop over BK is unrolled), TM x TN outputs per thread:
 # FLOP/iter = 2 * BK * TM * TN. Spec {threads, BM, BN, BK, TM, TN, SPLIT}, grid (M/BM, N/BN).
 tile() { # name bm bn bk tm tn
     rows+=("$1|$S/gemm_tiled_f32.spv|$((2 * $4 * $5 * $6))|512|--spec 0=$(($2 / $5 * $3 / $6)) --spec 1=$2 --spec 2=$3 --spec 3=$4 --spec 4=$5 --spec 5=$6 --spec 6=1 --groups $((512 / $2)),$((4096 / $3)),1 --no-robust")

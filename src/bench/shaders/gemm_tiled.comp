@@ -24,9 +24,9 @@
 // memory as fp32, so the inner loop is the fp32 one and each weight is dequantised once per
 // workgroup, not once per token. With -DF16 -DSHARED_F16 the fp16 operands stay fp16 in
 // shared memory (half the bytes; widened as the inner loop reads them; the same results).
-// Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples of 4;
-// BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded (q4_0: ldk ==
-// K, a multiple of 32).
+// Host contract (checked in kernels/mod.rs): THREADS == (BM/TM)*(BN/TN); TM, TN, BK multiples
+// of 4; BM*BK/4 and BN*BK/4 multiples of THREADS; ldk a multiple of 4, rows zero-padded (q4_0:
+// ldk == K, a multiple of 32).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #ifdef F16

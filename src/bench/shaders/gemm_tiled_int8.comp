@@ -17,8 +17,8 @@
 // reports shaderIntegerDotProduct.
 // Split-K (built with -DSPLIT_K): as in gemm_tiled.comp, workgroup z takes one of SPLIT slices of
 // the blocks and adds its partial sums into C atomically, which the host clears first.
-// Host contract (checked in kernels.rs): THREADS == (BM/TM)*(BN/TN); TM and TN multiples of 4;
-// K (== ldk) a multiple of 32. Spec constant 3 (BK in the float builds) is 32 and unused here.
+// Host contract (checked in kernels/mod.rs): THREADS == (BM/TM)*(BN/TN); TM and TN multiples
+// of 4; K (== ldk) a multiple of 32. Spec constant 3 (BK in the float builds) is 32 and unused here.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
