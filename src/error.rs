@@ -6,23 +6,42 @@
 //! `Error` in the chain and renders it once (a sentence and its causes, or the JSON envelope).
 //! Anything that is not an `Error` (a bare I/O or serde error) exits with
 //! [`exit::PROBLEMS`](crate::exit::PROBLEMS).
+//!
+//! Errors are defined where they arise ([`FetchError`], [`GgufError`], [`VkError`],
+//! [`RootError`], [`ProfileError`], [`UnknownBoard`]) and only collected here, as cargo-nextest's
+//! `ExpectedError` collects the runner's errors: a verb turns one into an `Error` with
+//! `.map_err(Error::from)`. So this module sits above the modules it collects from and imports
+//! them; none of them imports it. It also renders an error for the JSON envelope
+//! ([`ErrorReport::from_error`]), so `output` needs nothing from here.
 
 use std::io;
 use std::path::PathBuf;
 
 use crate::exit;
 use crate::fetch::FetchError;
+use crate::gguf::GgufError;
+use crate::host::root::RootError;
+use crate::output::ErrorReport;
+use crate::profile::{ProfileError, UnknownBoard};
 use crate::vulkan::error::VkError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Bad flags or arguments that clap could not catch (unknown check id, `--root` not a dir).
+    /// Bad flags or arguments that clap could not catch (unknown check id, a malformed `--rpc`).
     #[error("{0}")]
     Usage(String),
 
+    /// `--root DIR` cannot be used (not a directory): a usage error.
+    #[error(transparent)]
+    Root(#[from] RootError),
+
+    /// `--board` names no profile: a usage error.
+    #[error(transparent)]
+    UnknownBoard(#[from] UnknownBoard),
+
     /// A board profile (YAML) is malformed or inconsistent.
-    #[error("{0}")]
-    Profile(String),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
 
     /// The artifact manifest (YAML) is malformed or inconsistent.
     #[error("{0}")]
@@ -109,7 +128,7 @@ pub enum Error {
     Gguf {
         path: PathBuf,
         #[source]
-        source: crate::gguf::GgufError,
+        source: GgufError,
     },
 
     /// A bug: an invariant rvl relies on does not hold.
@@ -121,7 +140,7 @@ impl Error {
     /// The documented exit status of this error: the only place that maps errors to codes.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) => exit::USAGE,
+            Error::Usage(_) | Error::Root(_) | Error::UnknownBoard(_) => exit::USAGE,
             Error::Profile(_)
             | Error::Manifest(_)
             | Error::BadInput(_)
@@ -148,7 +167,7 @@ impl Error {
     /// A short stable name of the variant, for the JSON envelope's `error.kind`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Usage(_) => "usage",
+            Error::Usage(_) | Error::Root(_) | Error::UnknownBoard(_) => "usage",
             Error::Profile(_) => "profile",
             Error::Manifest(_) => "manifest",
             Error::BadInput(_) | Error::Gguf { .. } => "bad-input",
@@ -263,6 +282,21 @@ pub fn kind_of(err: &anyhow::Error) -> &'static str {
     find(err).map(Error::kind).unwrap_or("other")
 }
 
+/// The envelope's `error` object is `output`'s plain data; filling it from an error's chain is
+/// this module's knowledge, so the constructor lives here.
+impl ErrorReport {
+    /// `err` as the envelope reports it: its kind, its sentence, and the causes that add
+    /// something ([`chain_messages`]).
+    pub fn from_error(err: &anyhow::Error) -> Self {
+        let mut chain = chain_messages(err).into_iter();
+        ErrorReport {
+            kind: kind_of(err),
+            message: chain.next().unwrap_or_else(|| err.to_string()),
+            causes: chain.collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,12 +351,18 @@ mod tests {
         let m = || String::from("m");
         let all = [
             Error::Usage(m()),
-            Error::Profile(m()),
+            Error::Root(RootError::NotADirectory("/x".into())),
+            Error::UnknownBoard(UnknownBoard {
+                id: m(),
+                suggestion: None,
+                known: m(),
+            }),
+            Error::Profile(ProfileError(m())),
             Error::Manifest(m()),
             Error::BadInput(m()),
             Error::Gguf {
                 path: "/m.gguf".into(),
-                source: crate::gguf::GgufError::NotGguf,
+                source: GgufError::NotGguf,
             },
             Error::Journal(m()),
             Error::Unsupported(m()),
@@ -358,7 +398,7 @@ mod tests {
     fn a_malformed_gguf_is_bad_input_and_names_the_file_and_the_cause() {
         let e = Error::Gguf {
             path: "/m/tiny.gguf".into(),
-            source: crate::gguf::GgufError::Version(9),
+            source: GgufError::Version(9),
         };
         assert_eq!((e.exit_code(), e.kind()), (exit::BAD_INPUT, "bad-input"));
         assert_eq!(e.to_string(), "/m/tiny.gguf: not a usable GGUF model");

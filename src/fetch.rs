@@ -35,7 +35,7 @@ pub struct Request {
 }
 
 /// How progress is shown (always on stderr); decided by [`crate::settings::Settings`].
-pub use crate::settings::Progress;
+pub use crate::output::Progress;
 
 /// Network behaviour. The defaults suit a board on a slow link.
 #[derive(Debug, Clone)]

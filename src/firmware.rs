@@ -4,8 +4,13 @@
 //! suffix ("" then ".zst" then ".xz", the compressed ones only with FW_LOADER_COMPRESS_*), the
 //! directories `updates/<release>`, `updates`, `<release>`, `` under /lib/firmware, after any
 //! `firmware_class.path`. The first hit is what panthor gets.
+//!
+//! The facts' types are [`crate::inventory::firmware`]'s (re-exported here); imports only the
+//! inventory.
 
-use serde::{Deserialize, Serialize};
+pub use crate::inventory::firmware::{
+    Compression, CsfHeader, FirmwareFacts, FirmwareFile, InitramfsFacts,
+};
 
 /// First four bytes of every CSF firmware image (0xc3f13a6e little-endian).
 pub const CSF_MAGIC: u32 = 0xc3f1_3a6e;
@@ -24,14 +29,6 @@ pub const SUFFIXES: &[(&str, Compression)] = &[
     (".xz", Compression::Xz),
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    None,
-    Zstd,
-    Xz,
-}
-
 impl Compression {
     /// The kernel option the loader needs to read this kind of file.
     pub fn kernel_option(self) -> Option<&'static str> {
@@ -41,16 +38,6 @@ impl Compression {
             Compression::Xz => Some("CONFIG_FW_LOADER_COMPRESS_XZ"),
         }
     }
-}
-
-/// `struct panthor_fw_binary_hdr` (drivers/gpu/drm/panthor/panthor_fw.c), little-endian:
-/// u32 magic, u8 minor, u8 major, u16 pad, u32 version_hash, u32 pad, u32 size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CsfHeader {
-    pub minor: u8,
-    pub major: u8,
-    pub version_hash: u32,
-    pub size: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,44 +104,6 @@ pub fn standard_path(name: &str) -> String {
 /// A release string is used as one path component: refuse anything that could climb out.
 fn valid_component(s: &str) -> bool {
     !s.is_empty() && s != "." && s != ".." && !s.contains('/') && !s.contains('\0')
-}
-
-/// Facts about the firmware panthor needs, gathered by [`crate::host::gather`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FirmwareFacts {
-    /// The name panthor requests, e.g. "arm/mali/arch10.8/mali_csffw.bin".
-    pub wanted: String,
-    pub search_dirs: Vec<String>,
-    /// The file the loader would pick, if any.
-    pub found: Option<FirmwareFile>,
-    /// Copies of the same file name in other `arm/mali/arch*` directories (not loaded on this GPU).
-    pub other_arch: Vec<FirmwareFile>,
-    /// The vendor kbase blob at /lib/firmware/mali_csffw.bin, when present.
-    pub vendor_flat: bool,
-    /// Set when panthor is built in: whether the initramfs carries the firmware.
-    pub initramfs: Option<InitramfsFacts>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FirmwareFile {
-    pub path: String,
-    pub compression: Compression,
-    /// Bytes of the (decompressed) image.
-    pub size: Option<u64>,
-    /// sha256 of the (decompressed) image.
-    pub sha256: Option<String>,
-    pub header: Option<CsfHeader>,
-    /// Why the file could not be read or its header is not acceptable.
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InitramfsFacts {
-    /// The initramfs image inspected.
-    pub path: Option<String>,
-    /// True when it contains the wanted firmware (any compression suffix).
-    pub has_firmware: bool,
-    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -1,36 +1,18 @@
 //! Vulkan ICD manifests: where the loader looks (Vulkan-Loader docs/LoaderDriverInterface.md,
 //! "Driver Discovery on Linux") and what one manifest says. Mesa's panvk manifest is
 //! `panfrost_icd.<cpu>.json`; it is recognised by its `library_path`, not its file name.
+//!
+//! Pure rules over the data types of [`crate::inventory::icd`] (re-exported here); imports
+//! only the inventory.
 
-use serde::{Deserialize, Serialize};
-
-use crate::host::env::Env;
+pub use crate::inventory::icd::{IcdFacts, Manifest, ManifestFile, SearchMode, SearchPath};
+use crate::inventory::Env;
 
 /// The library every panvk manifest names.
 pub const PANVK_LIBRARY: &str = "libvulkan_panfrost.so";
 /// The variable whose manifest list replaces the loader's search (what setup sets, and what
 /// the doctor advises when several panvk manifests load).
 pub const DRIVER_FILES_VAR: &str = "VK_DRIVER_FILES";
-
-/// Where the loader takes its manifest list from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SearchMode {
-    /// The standard XDG directories.
-    Standard,
-    /// `VK_DRIVER_FILES` (or the older `VK_ICD_FILENAMES`) replaces the search.
-    Override,
-}
-
-/// Files and directories the loader reads, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchPath {
-    pub mode: SearchMode,
-    /// Which variable chose the list, for `Override`.
-    pub variable: Option<String>,
-    /// Entries (directories, or manifest files for overrides), in-root absolute paths.
-    pub entries: Vec<String>,
-}
 
 /// The loader's search list for this environment.
 pub fn search_path(env: &Env) -> SearchPath {
@@ -144,14 +126,6 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|c| *c == '*')
 }
 
-/// The part of a manifest the checks need.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub library_path: String,
-    pub api_version: Option<String>,
-    pub library_arch: Option<String>,
-}
-
 /// Parse a manifest. The error says what is wrong, in words a user can act on.
 pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
     let v: serde_json::Value =
@@ -175,25 +149,8 @@ pub fn is_panvk(library_path: &str) -> bool {
     library_path.rsplit('/').next() == Some(PANVK_LIBRARY)
 }
 
-/// Facts gathered about every manifest the loader would read.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IcdFacts {
-    pub search: Option<SearchPath>,
-    pub manifests: Vec<ManifestFile>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestFile {
-    /// In-root path of the manifest.
-    pub path: String,
-    pub manifest: Option<Manifest>,
-    /// In-root path the library resolves to, when found.
-    pub library_found: Option<String>,
-    /// Why the manifest could not be used.
-    pub error: Option<String>,
-}
-
 impl ManifestFile {
+    /// True when the manifest names panvk's library.
     pub fn panvk(&self) -> bool {
         self.manifest
             .as_ref()

@@ -19,6 +19,22 @@ pub const UBATCH_SWEEP: [u32; 6] = [16, 32, 64, 128, 256, 512];
 /// Largest ubatch accepted: llama.cpp's own default batch limit is far below this.
 pub const MAX_UBATCH: u32 = 8192;
 
+/// Where an install's binaries are.
+impl LlamaInstall {
+    pub fn rpc_server(&self) -> String {
+        format!("{}/bin/{}", self.prefix, crate::rpc::RPC_SERVER)
+    }
+    pub fn server(&self) -> String {
+        format!("{}/bin/llama-server", self.prefix)
+    }
+    pub fn bench(&self) -> String {
+        format!("{}/bin/llama-bench", self.prefix)
+    }
+    pub fn test_backend_ops(&self) -> String {
+        format!("{}/bin/test-backend-ops", self.prefix)
+    }
+}
+
 /// "llama.cpp-0.3.36-rvl1" → [0, 3, 36, 1]: the numbers in a prefix name, for ordering.
 pub fn version_key(name: &str) -> Vec<u64> {
     name.split(|c: char| !c.is_ascii_digit())

@@ -1,6 +1,9 @@
 //! Shared output conventions: data on stdout, progress and logs on stderr, colour only on a
 //! terminal and never with `NO_COLOR` (https://no-color.org) or `TERM=dumb`, JSON with a
 //! `schema_version` and nothing else on stdout.
+//!
+//! Low in the crate: imports only [`crate::validate`], so any module may print through it.
+//! How an error fills its [`ErrorReport`] is [`crate::error`]'s (which imports this module).
 
 use std::io::Write;
 
@@ -41,6 +44,25 @@ impl Style {
     }
     pub fn bold(&self, t: &str) -> String {
         self.paint("1", t)
+    }
+}
+
+/// Progress reporting for long work, decided once from the settings
+/// ([`crate::settings::Settings::progress_style`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A progress bar redrawn on stderr (a terminal).
+    Bar,
+    /// One line when a stage starts and ends (a log file or pipe).
+    Lines,
+    /// Nothing (tests, `--json` runs without a terminal).
+    Quiet,
+}
+
+impl Progress {
+    /// Whether anything at all is reported.
+    pub fn shown(self) -> bool {
+        self != Progress::Quiet
     }
 }
 
@@ -95,16 +117,8 @@ pub struct ErrorReport {
     pub causes: Vec<String>,
 }
 
+// `ErrorReport::from_error` is in `crate::error`, which knows an error's chain.
 impl ErrorReport {
-    pub fn from_error(err: &anyhow::Error) -> Self {
-        let mut chain = crate::error::chain_messages(err).into_iter();
-        ErrorReport {
-            kind: crate::error::kind_of(err),
-            message: chain.next().unwrap_or_else(|| err.to_string()),
-            causes: chain.collect(),
-        }
-    }
-
     /// The error for a person: the sentence, then one line per cause. Messages quote paths
     /// and text from the inspected tree, so control bytes are escaped here, for the terminal;
     /// the JSON document keeps the exact strings.

@@ -1,12 +1,17 @@
 //! Board profiles: what rvl knows about one board (how to recognise it, its GPU, the kernels it
 //! wants, how it boots). One YAML file a board under `profiles/`, embedded in the binary;
 //! `--profiles DIR` replaces the built-in set. The schema is documented in `profiles/README.md`.
+//!
+//! Below the verbs: it reads through [`crate::host::root`] and [`crate::host::devicetree`],
+//! imports the inventory, `yaml` and `validate`, and reports its own errors ([`ProfileError`],
+//! [`UnknownBoard`]), which [`crate::error::Error`] collects; it never imports `error`.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::host::root::Root;
+pub use crate::inventory::boot::BootLayout;
 
 /// The built-in profiles, embedded so the binary works from anywhere.
 const BUILTIN: &[(&str, &str)] = &[
@@ -120,17 +125,6 @@ pub struct BootSpec {
     pub layout: BootLayout,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BootLayout {
-    /// Debian u-boot-menu generates /boot/extlinux/extlinux.conf (Radxa, ubuntu-rockchip).
-    UBootMenu,
-    /// A hand-kept /boot/extlinux/extlinux.conf.
-    Extlinux,
-    /// Armbian boot.scr + /boot/armbianEnv.txt.
-    Armbian,
-}
-
 /// Device-tree overlay names that switch the GPU driver on vendor (BSP) kernels.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,6 +146,12 @@ pub enum ProfileSource {
     /// Named with `--board`.
     Flag,
 }
+
+/// A board profile (YAML), or the set of them, cannot be read or is malformed or inconsistent.
+/// The sentence names the file; [`crate::error::Error::Profile`] makes it bad input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProfileError(pub String);
 
 /// `--board` named no profile. Every verb prints it through this one `Display`, so doctor,
 /// setup and smoke-bench word it the same way.
@@ -238,21 +238,21 @@ pub struct Profiles {
 
 impl Profiles {
     /// The profiles compiled into the binary.
-    pub fn builtin() -> anyhow::Result<Self> {
+    pub fn builtin() -> Result<Self, ProfileError> {
         let list = BUILTIN
             .iter()
             .map(|(name, text)| parse(name, text))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Self::from_list(list)
     }
 
     /// Every `*.yaml` in `dir` (sorted by name). Any bad file is an error naming it.
-    pub fn load_dir(dir: &Path) -> anyhow::Result<Self> {
+    pub fn load_dir(dir: &Path) -> Result<Self, ProfileError> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
-            anyhow::Error::from(Error::Profile(format!(
+            ProfileError(format!(
                 "cannot read profile directory {}: {e}",
                 dir.display()
-            )))
+            ))
         })?;
         let mut files: Vec<_> = entries
             .filter_map(|e| e.ok())
@@ -264,49 +264,37 @@ impl Profiles {
         for file in files {
             let text = crate::host::root::read_regular_string(&file, crate::host::root::INPUT_CAP)
                 .map_err(|e| {
-                    anyhow::Error::from(Error::Profile(format!(
-                        "cannot read profile {}: {e}",
-                        file.display()
-                    )))
+                    ProfileError(format!("cannot read profile {}: {e}", file.display()))
                 })?;
             list.push(parse(&file.display().to_string(), &text)?);
         }
         if list.is_empty() {
-            return Err(anyhow::Error::from(Error::Profile(format!(
+            return Err(ProfileError(format!(
                 "no *.yaml profiles in {}",
                 dir.display()
-            ))));
+            )));
         }
         Self::from_list(list)
     }
 
     /// The set `--profiles DIR` names, or the built-in one.
-    pub fn load(dir: Option<&Path>) -> anyhow::Result<Self> {
+    pub fn load(dir: Option<&Path>) -> Result<Self, ProfileError> {
         match dir {
             Some(d) => Self::load_dir(d),
             None => Self::builtin(),
         }
     }
 
-    /// [`Profiles::choose`] with the device tree read from `root`.
+    /// The profile for this run: `--board ID` when given (an unknown id is a usage error,
+    /// [`crate::error::Error::UnknownBoard`], that lists the known ones), else detection from
+    /// the `compatible` list of the device tree read from `root` ([`Profiles::select`]).
     pub fn choose_for(
         &self,
         board: Option<&str>,
-        root: &crate::host::Root,
-    ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
+        root: &Root,
+    ) -> Result<Option<(&Profile, ProfileSource)>, UnknownBoard> {
         let dt = crate::host::devicetree::read(root);
-        self.choose(board, dt.as_ref().map(|d| d.compatible.as_slice()))
-    }
-
-    /// The profile for this run: `--board ID` when given (an unknown id is a usage error that
-    /// lists the known ones), else detection from the device tree's `compatible` list.
-    pub fn choose(
-        &self,
-        board: Option<&str>,
-        compatible: Option<&[String]>,
-    ) -> anyhow::Result<Option<(&Profile, ProfileSource)>> {
-        self.select(board, compatible)
-            .map_err(|e| anyhow::Error::from(Error::Usage(e.to_string())))
+        self.select(board, dt.as_ref().map(|d| d.compatible.as_slice()))
     }
 
     /// The selection rule every verb shares: `--board ID` wins, else the device tree's
@@ -339,13 +327,10 @@ impl Profiles {
             .join(", ")
     }
 
-    fn from_list(list: Vec<Profile>) -> anyhow::Result<Self> {
+    fn from_list(list: Vec<Profile>) -> Result<Self, ProfileError> {
         for (i, p) in list.iter().enumerate() {
             if list[..i].iter().any(|q| q.id == p.id) {
-                return Err(anyhow::Error::from(Error::Profile(format!(
-                    "two profiles have the id {:?}",
-                    p.id
-                ))));
+                return Err(ProfileError(format!("two profiles have the id {:?}", p.id)));
             }
         }
         let set = Profiles { list };
@@ -354,10 +339,10 @@ impl Profiles {
         for (key, p) in set.exact_names() {
             if let Some(other) = seen.insert(key.clone(), &p.id) {
                 if other != p.id {
-                    return Err(anyhow::Error::from(Error::Profile(format!(
+                    return Err(ProfileError(format!(
                         "profiles {other} and {} both answer to the name {key:?} (id, aliases or match)",
                         p.id
-                    ))));
+                    )));
                 }
             }
         }
@@ -430,21 +415,15 @@ impl Profiles {
 }
 
 /// Parse one profile. `name` is what error messages call the file.
-pub fn parse(name: &str, text: &str) -> anyhow::Result<Profile> {
-    let profile: Profile = crate::yaml::from_str(text).map_err(|e| {
-        anyhow::Error::from(Error::Profile(format!(
-            "bad board profile {}",
-            e.placed(name)
-        )))
-    })?;
+pub fn parse(name: &str, text: &str) -> Result<Profile, ProfileError> {
+    let profile: Profile = crate::yaml::from_str(text)
+        .map_err(|e| ProfileError(format!("bad board profile {}", e.placed(name))))?;
     if profile.id.is_empty() || profile.matches.is_empty() {
-        return Err(anyhow::Error::from(Error::Profile(format!(
+        return Err(ProfileError(format!(
             "bad board profile {name}: `id` and `match` must not be empty"
-        ))));
+        )));
     }
-    check_fields(&profile).map_err(|e| {
-        anyhow::Error::from(Error::Profile(format!("bad board profile {name}: {e}")))
-    })?;
+    check_fields(&profile).map_err(|e| ProfileError(format!("bad board profile {name}: {e}")))?;
     Ok(profile)
 }
 
@@ -504,6 +483,11 @@ mod tests {
         v.iter().map(|s| s.to_string()).collect()
     }
 
+    /// The exit status `main` gives the error once a verb has collected it into [`error::Error`].
+    fn exit_code_of<E: Clone + Into<error::Error>>(e: &E) -> i32 {
+        error::exit_code_of(&anyhow::Error::from(e.clone().into()))
+    }
+
     #[test]
     fn builtin_profiles_parse_and_have_unique_ids() {
         let p = Profiles::builtin().unwrap();
@@ -545,18 +529,17 @@ mod tests {
     fn choose_prefers_the_flag_and_refuses_unknown_ids() {
         let p = Profiles::builtin().unwrap();
         let itx = strs(&["radxa,rock-5-itx", "rockchip,rk3588"]);
-        let (got, src) = p.choose(None, Some(&itx)).unwrap().unwrap();
+        let (got, src) = p.select(None, Some(&itx)).unwrap().unwrap();
         assert_eq!(
             (got.id.as_str(), src),
             ("boltzmann", ProfileSource::DeviceTree)
         );
-        let (got, src) = p.choose(Some("ampere"), Some(&itx)).unwrap().unwrap();
+        let (got, src) = p.select(Some("ampere"), Some(&itx)).unwrap().unwrap();
         assert_eq!((got.id.as_str(), src), ("ampere", ProfileSource::Flag));
-        assert!(p.choose(None, None).unwrap().is_none());
-        let err = p.choose(Some("nope"), None).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::USAGE);
-        assert!(err.to_string().contains("boltzmann"));
+        assert!(p.select(None, None).unwrap().is_none());
         let unknown = p.select(Some("nope"), None).unwrap_err();
+        assert_eq!(exit_code_of(&unknown), exit::USAGE);
+        assert!(unknown.to_string().contains("boltzmann"));
         assert_eq!(unknown.id, "nope");
         assert_eq!(unknown.known, p.known_ids());
         assert!(p.known_ids().starts_with("boltzmann, ampere, "));
@@ -585,7 +568,7 @@ mod tests {
         assert!(msg.contains("profiles/x.yaml:5"), "{msg}");
         assert!(msg.contains("colour"), "{msg}");
         assert!(!msg.contains("line 5 column"), "location only once: {msg}");
-        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
     }
 
     #[test]
@@ -617,7 +600,7 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("profiles/b.yaml"), "{msg}");
         assert!(msg.contains("overlays.radxa_kbase"), "{msg}");
-        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
     }
 
     #[test]
@@ -648,7 +631,7 @@ mod tests {
         let mut b = parse("b", include_str!("../profiles/rock-5b.yaml")).unwrap();
         b.aliases.push("Rock5A".into());
         let err = Profiles::from_list(vec![a, b]).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
         assert!(err.to_string().contains("\"rock5a\""), "{err}");
     }
 
@@ -668,6 +651,6 @@ mod tests {
     fn duplicate_ids_are_refused() {
         let a = parse("a", include_str!("../profiles/rock-5a.yaml")).unwrap();
         let err = Profiles::from_list(vec![a.clone(), a]).unwrap_err();
-        assert_eq!(error::exit_code_of(&err), exit::BAD_INPUT);
+        assert_eq!(exit_code_of(&err), exit::BAD_INPUT);
     }
 }

@@ -314,7 +314,7 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
     } else {
         crate::rpc::workers(&args.rpc).map_err(Error::Usage)?
     };
-    let root = Root::open_dir(&args.system.root)?;
+    let root = Root::open_dir(&args.system.root).map_err(Error::from)?;
     // Another system's binaries are never run here: under --root there is only the command,
     // unless the caller names stand-ins (RVL_ROOT_TOOLS, as setup's tools): the tool of the
     // same name in that directory.
@@ -339,9 +339,11 @@ pub fn run(args: &cli::ServeArgs, settings: &Settings) -> anyhow::Result<ServeOu
         )
         .into());
     }
-    let profiles = Profiles::load(args.system.profiles.as_deref())?;
+    let profiles = Profiles::load(args.system.profiles.as_deref()).map_err(Error::from)?;
     let manifest = Manifest::builtin();
-    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let chosen = profiles
+        .choose_for(args.system.board.as_deref(), &root)
+        .map_err(Error::from)?;
     let hint = root
         .invocation(
             args.system.board.as_deref(),

@@ -2,11 +2,15 @@
 //! as ripgrep turns `LowArgs` into `HiArgs`: the `RVL_*` knobs, the terminal state and the
 //! environment the checks look at. Nothing below `main` calls `std::env::var` or asks whether
 //! a stream is a terminal; tests build a `Settings` by hand.
+//!
+//! Imports only `output` and `host::env`. [`Progress`] is defined in `output` and re-exported
+//! here, so `fetch` needs nothing from this module.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use crate::host::env::Env;
+pub use crate::output::Progress;
 use crate::output::Style;
 
 /// The `RVL_*` variables, raw. Each is parsed (and rejected with a clear error) by the code
@@ -145,24 +149,6 @@ impl Settings {
             (false, true) => Progress::Lines,
             (false, false) => Progress::Quiet,
         }
-    }
-}
-
-/// Progress reporting for long work, decided once from the settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// A progress bar redrawn on stderr (a terminal).
-    Bar,
-    /// One line when a stage starts and ends (a log file or pipe).
-    Lines,
-    /// Nothing (tests, `--json` runs without a terminal).
-    Quiet,
-}
-
-impl Progress {
-    /// Whether anything at all is reported.
-    pub fn shown(self) -> bool {
-        self != Progress::Quiet
     }
 }
 

@@ -6,12 +6,11 @@
 //! We do not run a shell. Plain assignments are read; a value built from a command substitution
 //! or a variable, or one assigned inside an `if`/`case`/loop, is kept but marked as not
 //! statically known, so callers can say so instead of guessing.
-
-use std::collections::BTreeMap;
-
-use serde::Serialize;
+//!
+//! The merged settings' types are [`crate::inventory::boot`]'s (re-exported here).
 
 use super::kver;
+pub use crate::inventory::boot::{Assignment, Setting, UbootMenu};
 
 pub const DEFAULTS_FILE: &str = "/etc/default/u-boot";
 pub const PACKAGE_CONF_DIR: &str = "/usr/share/u-boot-menu/conf.d";
@@ -20,20 +19,6 @@ pub const ADMIN_CONF_DIR: &str = "/etc/u-boot-menu/conf.d";
 pub const EXTLINUX_CONF: &str = "/boot/extlinux/extlinux.conf";
 /// u-boot-menu's built-in default for `U_BOOT_DEFAULT`.
 pub const BUILTIN_DEFAULT_LABEL: &str = "l0";
-
-/// One `NAME=value` line of a shell fragment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Assignment {
-    pub name: String,
-    /// The value with quotes removed; the raw text when not statically known.
-    pub value: String,
-    /// False when the value uses `$(...)`, backticks or `$VAR`.
-    pub literal: bool,
-    /// True when the assignment sits inside `if`/`case`/a loop, so it may not run.
-    pub conditional: bool,
-    /// 1-based line number.
-    pub line: usize,
-}
 
 /// Parse the assignments of a shell fragment. Never fails; lines that are not assignments are
 /// ignored.
@@ -133,25 +118,6 @@ fn shell_value(rest: &str) -> (String, bool) {
         }
     }
     (out, literal)
-}
-
-/// One variable's effective setting and where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Setting {
-    pub file: String,
-    #[serde(flatten)]
-    pub assignment: Assignment,
-}
-
-/// The merged configuration u-boot-update would see.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct UbootMenu {
-    /// Files read, in the order u-boot-update sources them.
-    pub files: Vec<String>,
-    /// Last assignment of each variable.
-    pub settings: BTreeMap<String, Setting>,
-    /// Files that exist but could not be read.
-    pub unreadable: Vec<String>,
 }
 
 /// Paths whose presence means u-boot-menu is in charge of extlinux.conf.

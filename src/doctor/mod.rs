@@ -31,10 +31,12 @@ pub fn run(args: &cli::DoctorArgs, settings: &Settings) -> anyhow::Result<Doctor
         return Ok(DoctorOutcome::check_list());
     }
     let selected = select_checks(&args.only)?;
-    let profiles = Profiles::load(args.system.profiles.as_deref())?;
+    let profiles = Profiles::load(args.system.profiles.as_deref()).map_err(Error::from)?;
     let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
-    let root = Root::open_dir(&args.system.root)?;
-    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let root = Root::open_dir(&args.system.root).map_err(Error::from)?;
+    let chosen = profiles
+        .choose_for(args.system.board.as_deref(), &root)
+        .map_err(Error::from)?;
     let (profile, source) = (chosen.map(|(p, _)| p), chosen.map(|(_, s)| s));
     // Loading Vulkan costs hundreds of milliseconds: only when the check will use it.
     let wants_vulkan =

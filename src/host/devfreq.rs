@@ -9,47 +9,20 @@
 //! line. On RK3588 mainline panthor registers it under the GPU's device name (`fb000000.gpu`),
 //! so `/sys/class/devfreq/fb000000.gpu` links to
 //! `/sys/devices/platform/fb000000.gpu/devfreq/fb000000.gpu`.
-
-use serde::{Deserialize, Serialize};
+//!
+//! The node's types are [`crate::inventory::devfreq`]'s (re-exported here).
 
 use super::Root;
+pub use crate::inventory::devfreq::{Devfreq, TransStat};
 
 const DEVFREQ_CLASS: &str = "/sys/class/devfreq";
 const SMALL: u64 = 64 << 10;
-
-/// One devfreq node, each file as the kernel printed it (None: missing or unreadable).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Devfreq {
-    /// The device it scales (the platform device name, e.g. `fb000000.gpu`).
-    pub device: String,
-    pub path: String,
-    pub governor: Option<String>,
-    pub available_governors: Vec<String>,
-    /// Hz, in the kernel's order (ascending OPPs on RK3588).
-    pub available_frequencies: Vec<u64>,
-    pub cur_freq: Option<u64>,
-    pub target_freq: Option<u64>,
-    pub min_freq: Option<u64>,
-    pub max_freq: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trans_stat: Option<TransStat>,
-}
 
 impl Devfreq {
     /// The highest frequency the OPP table offers.
     pub fn top(&self) -> Option<u64> {
         self.available_frequencies.iter().copied().max()
     }
-}
-
-/// `trans_stat`'s table, reduced to what the check needs: time per frequency.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TransStat {
-    /// (Hz, ms spent there) per row, in table order.
-    pub time_ms: Vec<(u64, u64)>,
-    /// The row marked `*` (the frequency devfreq last set).
-    pub current: Option<u64>,
-    pub total_transitions: Option<u64>,
 }
 
 impl TransStat {

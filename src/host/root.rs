@@ -5,6 +5,9 @@
 //! followed inside the root: an absolute target ("/sys/firmware/devicetree/base") is taken
 //! relative to the root, and `..` never climbs above it. That is what `chroot` would do, and it is
 //! what makes a fixture tree with real kernel-style links behave like the live system.
+//!
+//! Low in the crate: imports only [`crate::hint`] (for the command line that names a root).
+//! Its one error, [`RootError`], is collected by [`crate::error::Error`] as a usage error.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -15,6 +18,14 @@ use std::path::{Component, Path, PathBuf};
 
 /// Links followed while resolving one path before giving up (Linux uses 40 too).
 const MAX_LINK_HOPS: usize = 40;
+
+/// Why a root cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    /// `--root DIR` names something that is not a directory (or nothing).
+    #[error("--root {}: not a directory", .0.display())]
+    NotADirectory(PathBuf),
+}
 
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -31,15 +42,11 @@ impl Root {
         Root { base, live }
     }
 
-    /// The root `--root DIR` names; a DIR that is not a directory is a usage error naming it.
-    pub fn open_dir(base: impl Into<PathBuf>) -> anyhow::Result<Self> {
+    /// The root `--root DIR` names; a DIR that is not a directory is an error naming it.
+    pub fn open_dir(base: impl Into<PathBuf>) -> Result<Self, RootError> {
         let root = Root::new(base);
         if !root.base().is_dir() {
-            return Err(crate::error::Error::Usage(format!(
-                "--root {}: not a directory",
-                root.base().display()
-            ))
-            .into());
+            return Err(RootError::NotADirectory(root.base));
         }
         Ok(root)
     }
@@ -497,8 +504,8 @@ mod tests {
         let file = d.path().join("f");
         fs::write(&file, b"").unwrap();
         for bad in [file, d.path().join("missing")] {
-            let err = Root::open_dir(&bad).unwrap_err();
-            assert_eq!(crate::error::exit_code_of(&err), crate::exit::USAGE);
+            let err = crate::error::Error::from(Root::open_dir(&bad).unwrap_err());
+            assert_eq!(err.exit_code(), crate::exit::USAGE);
             assert_eq!(
                 err.to_string(),
                 format!("--root {}: not a directory", bad.display())

@@ -60,7 +60,7 @@ pub struct Redacted {
 }
 
 pub fn run(args: &ReportArgs, settings: &Settings) -> anyhow::Result<ReportOutcome> {
-    let root = Root::open_dir(&args.system.root)?;
+    let root = Root::open_dir(&args.system.root).map_err(Error::from)?;
     let output = args
         .output
         .clone()

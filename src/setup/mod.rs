@@ -45,7 +45,7 @@ pub fn run(args: &cli::SetupArgs, settings: &Settings) -> anyhow::Result<SetupOu
     if args.download_only {
         return download_only(args, settings);
     }
-    let root = Root::open_dir(&args.system.root)?;
+    let root = Root::open_dir(&args.system.root).map_err(Error::from)?;
     if args.status {
         return status(&root, hint(&root, args));
     }
@@ -90,7 +90,7 @@ impl<'a> Run<'a> {
     ) -> anyhow::Result<Self> {
         plan::check_only(&args.only)?;
         target::check_machine(&root, args.system.board.as_deref())?;
-        let profiles = Profiles::load(args.system.profiles.as_deref())?;
+        let profiles = Profiles::load(args.system.profiles.as_deref()).map_err(Error::from)?;
         let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
         let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
         let hint = hint(&root, args).with_board(Some(&target.board));

@@ -4,6 +4,7 @@
 
 pub mod view;
 
+use crate::error::Error;
 use crate::host::{self, Root};
 use crate::manifest::Manifest;
 use crate::profile::Profiles;
@@ -20,10 +21,12 @@ const RVL_PREFIXES: &str = "/opt/rvl";
 const STAMP_CAP: u64 = 1 << 20;
 
 pub fn run(args: &cli::StatusArgs, settings: &Settings) -> anyhow::Result<StatusOutcome> {
-    let profiles = Profiles::load(args.system.profiles.as_deref())?;
+    let profiles = Profiles::load(args.system.profiles.as_deref()).map_err(Error::from)?;
     let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;
-    let root = Root::open_dir(&args.system.root)?;
-    let chosen = profiles.choose_for(args.system.board.as_deref(), &root)?;
+    let root = Root::open_dir(&args.system.root).map_err(Error::from)?;
+    let chosen = profiles
+        .choose_for(args.system.board.as_deref(), &root)
+        .map_err(Error::from)?;
     let profile = chosen.map(|(p, _)| p);
     // As doctor does: a foreign root's own login environment decides its Vulkan loader's view.
     let env = host::env::for_root(&root, &settings.env);

@@ -1,17 +1,42 @@
 //! What rvl observed on a system: plain data, gathered once by [`crate::host::gather`], read by
 //! the pure checks in [`crate::doctor`] and setup's planner, embedded in `rvl doctor --json`.
-//! Paths are in-root. This module does no IO and imports nothing from `host`; `host` produces
-//! these types (the live probes' own types are the exception, for now).
+//! Paths are in-root. No IO here.
+//!
+//! The bottom layer of the crate: this module and its submodules import nothing from `crate::`
+//! but each other, so any module may use them and none of them can close a cycle (ripgrep keeps
+//! its crates one-way the same way). The data types the inventory embeds live in the submodules,
+//! each named after the module that gives the data its meaning; that module re-exports them at
+//! their old paths (`crate::icd::IcdFacts` is [`icd::IcdFacts`]) and keeps the methods that
+//! need its knowledge, in an `impl` block of its own (as [`crate::host::env`] reads the process
+//! environment into [`Env`]):
+//!
+//! | submodule | types | re-exported by |
+//! |---|---|---|
+//! | [`icd`] | [`IcdFacts`], its manifests and search path | [`crate::icd`] |
+//! | [`vulkan`] | [`VulkanProbe`], [`DeviceInfo`](vulkan::DeviceInfo) | [`crate::vulkan::info`] |
+//! | [`firmware`] | [`FirmwareFacts`], the CSF header | [`crate::firmware`] |
+//! | [`boot`] | [`BootLayout`], [`UbootMenu`] | [`crate::profile`], [`crate::bootcfg::ubootmenu`] |
+//! | [`devfreq`] | [`Devfreq`] | [`crate::host::devfreq`] |
+//!
+//! [`Env`] and [`DeviceTree`] are re-exported by [`crate::host::env`] and
+//! [`crate::host::devicetree`]. Serde attributes and field order are the `--json` contract
+//! (docs/json.md): moving a type here changes neither.
+
+pub mod boot;
+pub mod devfreq;
+pub mod firmware;
+pub mod icd;
+pub mod vulkan;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bootcfg::ubootmenu::UbootMenu;
-use crate::firmware::FirmwareFacts;
-use crate::icd::IcdFacts;
-use crate::profile::BootLayout;
-use crate::vulkan::info::VulkanProbe;
+use boot::{BootLayout, UbootMenu};
+use devfreq::Devfreq;
+use firmware::FirmwareFacts;
+use icd::IcdFacts;
+use vulkan::VulkanProbe;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
@@ -89,7 +114,7 @@ pub struct GpuFacts {
     pub dev_mali0: bool,
     /// devfreq nodes of these devices (clock scaling; panthor registers one per GPU).
     #[serde(default)]
-    pub devfreq: Vec<crate::host::devfreq::Devfreq>,
+    pub devfreq: Vec<Devfreq>,
 }
 
 impl GpuFacts {
@@ -407,6 +432,7 @@ pub struct WrongResults {
     pub first_failure: String,
 }
 
+/// One of rvl's llama.cpp prefixes (where its binaries are: [`crate::llama`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LlamaInstall {
     /// In-root prefix, e.g. `/opt/rvl/llama.cpp-0.3.36-rvl1`.
@@ -427,21 +453,6 @@ pub struct LlamaInstall {
     /// (builds before rvl enabled RPC have none, and their llama-server has no `--rpc`).
     #[serde(default)]
     pub rpc_server_executable: bool,
-}
-
-impl LlamaInstall {
-    pub fn rpc_server(&self) -> String {
-        format!("{}/bin/{}", self.prefix, crate::rpc::RPC_SERVER)
-    }
-    pub fn server(&self) -> String {
-        format!("{}/bin/llama-server", self.prefix)
-    }
-    pub fn bench(&self) -> String {
-        format!("{}/bin/llama-bench", self.prefix)
-    }
-    pub fn test_backend_ops(&self) -> String {
-        format!("{}/bin/test-backend-ops", self.prefix)
-    }
 }
 
 /// rvl's Mesa builds under /opt/rvl (gathered by [`crate::host::mesa`]; `vulkan-icd` and
