@@ -272,14 +272,36 @@ pub fn find(err: &anyhow::Error) -> Option<&Error> {
     err.chain().find_map(|e| e.downcast_ref::<Error>())
 }
 
+/// The exit status and kind of the first typed error in the chain: an [`Error`], or one of the
+/// errors it collects that reached `main` without `.map_err(Error::from)` (each classed as the
+/// variant that collects it would be, so a forgotten conversion cannot change an exit status).
+fn classify(err: &anyhow::Error) -> Option<(i32, &'static str)> {
+    let of = |e: &Error| (e.exit_code(), e.kind());
+    err.chain().find_map(|e| {
+        if let Some(e) = e.downcast_ref::<Error>() {
+            Some(of(e))
+        } else if let Some(e) = e.downcast_ref::<UnknownBoard>() {
+            Some(of(&Error::UnknownBoard(e.clone())))
+        } else if let Some(e) = e.downcast_ref::<ProfileError>() {
+            Some(of(&Error::Profile(e.clone())))
+        } else if e.is::<RootError>() {
+            Some((exit::USAGE, "usage"))
+        } else if e.is::<FetchError>() {
+            Some((exit::DOWNLOAD, "download"))
+        } else {
+            None
+        }
+    })
+}
+
 /// The exit status an error maps to: its [`Error`]'s, or PROBLEMS for anything untyped.
 pub fn exit_code_of(err: &anyhow::Error) -> i32 {
-    find(err).map(Error::exit_code).unwrap_or(exit::PROBLEMS)
+    classify(err).map_or(exit::PROBLEMS, |(code, _)| code)
 }
 
 /// The error's kind for the JSON envelope ("other" for anything untyped).
 pub fn kind_of(err: &anyhow::Error) -> &'static str {
-    find(err).map(Error::kind).unwrap_or("other")
+    classify(err).map_or("other", |(_, kind)| kind)
 }
 
 /// The envelope's `error` object is `output`'s plain data; filling it from an error's chain is
@@ -431,5 +453,32 @@ mod tests {
         assert!(source.to_string().contains("HTTP 404"), "{source}");
         let wrapped: anyhow::Result<()> = Err(e).context("installing firmware");
         assert_eq!(exit_code_of(&wrapped.unwrap_err()), exit::DOWNLOAD);
+    }
+
+    #[test]
+    fn a_collected_error_that_was_never_converted_exits_as_its_variant_would() {
+        let fetch = || FetchError::Status {
+            url: "https://x/y".into(),
+            status: 404,
+        };
+        let root = || RootError::NotADirectory("/x".into());
+        let board = || UnknownBoard {
+            id: "nope".into(),
+            suggestion: None,
+            known: "ampere, boltzmann".into(),
+        };
+        let profile = || ProfileError("profiles/x.yaml: line 2: expected a map".into());
+        let pairs: Vec<(anyhow::Error, anyhow::Error)> = vec![
+            (fetch().into(), Error::from(fetch()).into()),
+            (root().into(), Error::from(root()).into()),
+            (board().into(), Error::from(board()).into()),
+            (profile().into(), Error::from(profile()).into()),
+        ];
+        for (bare, converted) in pairs {
+            let bare = bare.context("while running the verb");
+            assert_ne!(exit_code_of(&bare), exit::PROBLEMS, "{bare:#}");
+            assert_eq!(exit_code_of(&bare), exit_code_of(&converted), "{bare:#}");
+            assert_eq!(kind_of(&bare), kind_of(&converted), "{bare:#}");
+        }
     }
 }
