@@ -284,9 +284,10 @@ fn classify(err: &anyhow::Error) -> Option<(i32, &'static str)> {
             Some(of(&Error::UnknownBoard(e.clone())))
         } else if let Some(e) = e.downcast_ref::<ProfileError>() {
             Some(of(&Error::Profile(e.clone())))
-        } else if e.is::<RootError>() {
-            Some((exit::USAGE, "usage"))
+        } else if let Some(e) = e.downcast_ref::<RootError>() {
+            Some(of(&Error::Root(e.clone())))
         } else if e.is::<FetchError>() {
+            // Not `Clone` (it holds an `io::Error`): the values `Error::Fetch` maps to.
             Some((exit::DOWNLOAD, "download"))
         } else {
             None

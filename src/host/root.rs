@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 const MAX_LINK_HOPS: usize = 40;
 
 /// Why a root cannot be used.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum RootError {
     /// `--root DIR` names something that is not a directory (or nothing).
     #[error("--root {}: not a directory", .0.display())]
