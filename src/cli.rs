@@ -170,6 +170,10 @@ pub struct SetupArgs {
     #[arg(long, value_enum, default_value_t = MesaFrom::Source)]
     pub mesa_from: MesaFrom,
 
+    /// Build panvk with the candidate Mesa patches too (patches/mesa/candidates: measured in the lab, not yet run on a G610), into a prefix of its own, and register that build; setup without it registers the series-only build again
+    #[arg(long)]
+    pub mesa_candidates: bool,
+
     /// With --mesa-from prebuilt: install this panvk archive (scripts/build-panvk-deb.sh makes one), verified by sha256
     #[arg(long, value_name = "FILE")]
     pub mesa_archive: Option<PathBuf>,

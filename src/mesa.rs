@@ -40,8 +40,13 @@ impl RvlPanvk<'_> {
             Key::Older => "an older revision of the queue TLS patch",
             Key::Missing => "stock, without the queue TLS patch",
         };
+        let candidates = match level.candidates {
+            0 => String::new(),
+            1 => ", 1 candidate patch".to_string(),
+            n => format!(", {n} candidate patches"),
+        };
         format!(
-            "rvl's panvk (Mesa {}, {tls}, series {}/{})",
+            "rvl's panvk (Mesa {}, {tls}, series {}/{}{candidates})",
             stamp.version, level.current, level.of
         )
     }
@@ -160,5 +165,28 @@ mod tests {
         let a = active(&stock).unwrap();
         assert!(!a.tls_fixed());
         assert!(a.describe().contains("without the queue TLS patch"));
+    }
+
+    #[test]
+    fn a_build_with_the_candidate_patches_says_so() {
+        let lib = format!("{PREFIX}/lib/libvulkan_panfrost.so");
+        let with = inv_with(
+            &lib,
+            &[
+                "mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch",
+                "mesa/candidates/0001-pan-bi-fold-constant-shared-memory-offsets-into-the-access.patch",
+            ],
+        );
+        let a = active(&with).unwrap();
+        assert!(
+            a.describe().ends_with(", 1 candidate patch)"),
+            "{}",
+            a.describe()
+        );
+        let without = inv_with(
+            &lib,
+            &["mesa/0001-panvk-csf-back-compute-TLS-with-one-grow-only-buffer.patch"],
+        );
+        assert!(!active(&without).unwrap().describe().contains("candidate"));
     }
 }

@@ -22,6 +22,9 @@ pub struct PatchLevel {
     pub current: usize,
     /// The series' length.
     pub of: usize,
+    /// Candidate patches in the build (`<project>/candidates/`, `rvl setup --mesa-candidates`):
+    /// measured in the lab, not yet run on a board.
+    pub candidates: usize,
     /// One line per patch of the build or the series: `name: …`.
     pub lines: Vec<String>,
 }
@@ -56,8 +59,15 @@ pub fn level(applied: &[StampPatch], series: &[(String, String)], key_suffix: &s
         };
         lines.push(format!("{}: {line}", base(name)));
     }
+    let mut candidates = 0;
     for p in applied {
-        if !series.iter().any(|(n, _)| base(n) == base(&p.name)) {
+        if crate::setup::patches::is_candidate(&p.name) {
+            candidates += 1;
+            lines.push(format!(
+                "{}: candidate, applied (measured in the lab, not yet run on a G610)",
+                base(&p.name)
+            ));
+        } else if !series.iter().any(|(n, _)| base(n) == base(&p.name)) {
             lines.push(format!(
                 "{}: applied, not in this rvl's series",
                 base(&p.name)
@@ -75,6 +85,7 @@ pub fn level(applied: &[StampPatch], series: &[(String, String)], key_suffix: &s
         key,
         current,
         of: series.len(),
+        candidates,
         lines,
     }
 }
@@ -130,5 +141,31 @@ mod tests {
         assert!(l
             .lines
             .contains(&"0009-x.patch: applied, not in this rvl's series".to_string()));
+    }
+
+    #[test]
+    fn a_candidate_in_the_build_is_counted_and_named_as_one_not_as_a_foreign_patch() {
+        let l = level(
+            &applied(&[
+                ("p/0001-key-fix.patch", "aa"),
+                ("p/0002-other.patch", "bb"),
+                ("p/candidates/0001-faster.patch", "cc"),
+            ]),
+            &series(),
+            "-key-fix.patch",
+        );
+        assert_eq!(
+            (l.key, l.current, l.of, l.candidates),
+            (Key::Current, 2, 2, 1)
+        );
+        assert!(l.lines.contains(
+            &"0001-faster.patch: candidate, applied (measured in the lab, not yet run on a G610)"
+                .to_string()
+        ));
+        assert!(!l
+            .lines
+            .iter()
+            .any(|x| x.contains("not in this rvl's series")));
+        assert_eq!(level(&[], &series(), "-key-fix.patch").candidates, 0);
     }
 }

@@ -745,3 +745,135 @@ fn missing_pip_or_build_backend_is_named_with_its_package_before_downloading() {
         assert_eq!(t.calls().matches(" download ").count(), 0);
     }
 }
+
+/// A candidate patch on top of [`GOOD_PATCH`] (it needs the series' line to apply).
+const CANDIDATE_PATCH: &str = "--- a/src/panvk.c\n+++ b/src/panvk.c\n@@ -1,2 +1,3 @@\n int panvk_probe(void) { return 1; }\n const char rvl_patched[] = \"rvl-patched-marker\";\n+const char rvl_candidate[] = \"rvl-candidate-marker\";\n";
+
+/// The ICD's library_path after a setup of `root`.
+fn icd_library(root: &Path) -> String {
+    let icd: serde_json::Value = serde_json::from_slice(
+        &fs::read(root.join("etc/vulkan/icd.d/rvl_panvk.aarch64.json")).unwrap(),
+    )
+    .unwrap();
+    icd["ICD"]["library_path"].as_str().unwrap().to_string()
+}
+
+/// The steps of a `--dry-run --json` plan, by id.
+fn planned_steps(plan: &serde_json::Value) -> Vec<String> {
+    plan["plan"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_series_build_again()
+{
+    if !common::have_build_tools() {
+        return;
+    }
+    let (fx, a) = with_mesa("boltzmann-uboot-menu", &mesa_tarball());
+    let root = fx.path();
+    let p = patches_dir(&[("0001-mark.patch", GOOD_PATCH)]);
+    fs::create_dir_all(p.path().join("mesa/candidates")).unwrap();
+    fs::write(
+        p.path().join("mesa/candidates/0001-faster.patch"),
+        CANDIDATE_PATCH,
+    )
+    .unwrap();
+    let candidates_prefix = format!("{MESA_PREFIX}-candidates");
+    let before = snapshot(root);
+    let run = |args: &[&str]| {
+        boltzmann(&fx, &a.manifest, "mesa,icd")
+            .args(args)
+            .env("RVL_PATCHES_DIR", p.path())
+            .run()
+    };
+
+    // The plan names the candidate, its prefix, and how to check and leave it.
+    run(&["--mesa-candidates", "--dry-run"])
+        .expect_code(exit::OK)
+        .expect_stdout("(1 patch and 1 candidate) into /opt/rvl/mesa-26.1.6-rvl1-candidates")
+        .expect_stdout("apply mesa/0001-mark.patch, mesa/candidates/0001-faster.patch")
+        .expect_stdout("rvl smoke-bench --gguf");
+    run(&["--mesa-candidates", "--yes"]).expect_code(exit::OK);
+    let so = fs::read(
+        root.join(&candidates_prefix)
+            .join("lib/libvulkan_panfrost.so"),
+    )
+    .unwrap();
+    assert!(contains(&so, b"rvl-patched-marker") && contains(&so, b"rvl-candidate-marker"));
+    assert!(
+        !root.join(MESA_PREFIX).exists(),
+        "the series-only prefix was built too"
+    );
+    assert_eq!(
+        icd_library(root),
+        format!("/{candidates_prefix}/lib/libvulkan_panfrost.so")
+    );
+    let stamp = fx.read(&format!("{candidates_prefix}/share/rvl/build.json"));
+    assert!(
+        stamp.contains("mesa/candidates/0001-faster.patch"),
+        "{stamp}"
+    );
+    // Doctor tells the build by its candidate (the loader's ICD points into its prefix).
+    let doctor = common::rvl(&[
+        "doctor",
+        "-v",
+        "--only",
+        "vulkan-icd",
+        "--no-vulkan",
+        "--manifest",
+    ])
+    .arg(&a.manifest)
+    .root(root)
+    .run()
+    .stdout()
+    .to_string();
+    assert!(doctor.contains("1 candidate patch"), "{doctor}");
+    assert!(
+        doctor.contains("0001-faster.patch: candidate, applied"),
+        "{doctor}"
+    );
+    // With the flag again: nothing to do.
+    let again = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
+    assert!(planned_steps(&again).is_empty(), "{again}");
+
+    // Without it: the series-only build, and the ICD back on it.
+    let plain = run(&["--dry-run", "--json"]).stdout_json();
+    assert_eq!(planned_steps(&plain), ["mesa", "icd"], "{plain}");
+    run(&["--yes"]).expect_code(exit::OK);
+    let so = fs::read(lib(root)).unwrap();
+    assert!(contains(&so, b"rvl-patched-marker") && !contains(&so, b"rvl-candidate-marker"));
+    assert_eq!(
+        icd_library(root),
+        format!("/{MESA_PREFIX}/lib/libvulkan_panfrost.so")
+    );
+    let again = run(&["--dry-run", "--json"]).stdout_json();
+    assert!(planned_steps(&again).is_empty(), "{again}");
+    // Both builds stay: going back to the candidates only rewrites the ICD.
+    let back = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
+    assert_eq!(planned_steps(&back), ["icd"], "{back}");
+
+    // Rollback undoes both runs.
+    setup(&fx, &a.manifest)
+        .args(&["--rollback", "--yes"])
+        .run()
+        .expect_code(exit::OK);
+    assert_same(&before, &snapshot(root));
+    assert_eq!(a.server.hits("/src/mesa-26.1.6.tar.xz"), 1);
+}
+
+#[test]
+fn mesa_candidates_with_a_prebuilt_archive_is_a_usage_error() {
+    let (fx, a) = with_mesa("boltzmann-extlinux", &mesa_tarball());
+    let before = snapshot(fx.path());
+    boltzmann(&fx, &a.manifest, "mesa")
+        .args(&["--mesa-candidates", "--mesa-from", "prebuilt", "--dry-run"])
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("--mesa-candidates builds panvk from source");
+    assert_same(&before, &snapshot(fx.path()));
+}

@@ -189,6 +189,14 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     });
     report.check_tool = check_tool;
     report.rvl_panvk = rvl_panvk(&inv);
+    let candidates = crate::mesa::active(&inv)
+        .and_then(|p| p.level)
+        .map_or(0, |l| l.candidates);
+    report.notes.extend(candidate_note(
+        candidates,
+        &report.ubatches,
+        report.check_tool.path.is_some(),
+    ));
     let mut outcome = PrefillOutcome {
         comparison: baseline.map(|b| compare::compare(&b, &report)),
         prefill: report,
@@ -398,6 +406,49 @@ fn inventory(root: &Root, settings: &Settings) -> Inventory {
     inv.vulkan_icd = host::gather::icd_facts(root, &inv.env);
     inv.mesa = host::mesa::facts(root);
     inv
+}
+
+/// What this run says about a panvk built with `candidates` candidate patches (`rvl setup
+/// --mesa-candidates`): that is what the run is for, so it says whether the GPU's results held
+/// and what to do either way. None for a build without candidates.
+fn candidate_note(candidates: usize, rows: &[UbatchRow], checked: bool) -> Option<String> {
+    if candidates == 0 {
+        return None;
+    }
+    let patches = if candidates == 1 {
+        "1 candidate Mesa patch".to_string()
+    } else {
+        format!("{candidates} candidate Mesa patches")
+    };
+    let back = "go back to the series-only panvk with `rvl setup --only mesa,icd`";
+    let wrong: Vec<String> = rows
+        .iter()
+        .filter(|r| {
+            r.check
+                .as_ref()
+                .is_some_and(|c| c.status == report::CheckStatus::WrongResults)
+        })
+        .map(|r| r.ubatch.to_string())
+        .collect();
+    let passed = rows.iter().any(|r| {
+        r.check
+            .as_ref()
+            .is_some_and(|c| c.status == report::CheckStatus::Passed)
+    });
+    Some(if !wrong.is_empty() {
+        format!(
+            "panvk carries {patches} (rvl setup --mesa-candidates), and the GPU gave wrong results at ubatch {}: {back}, and send this run (--save FILE) with the report",
+            wrong.join(", ")
+        )
+    } else if checked && passed {
+        format!(
+            "panvk carries {patches} (rvl setup --mesa-candidates); the GPU's results passed the check at every ubatch it ran: this run (--save FILE) is the board evidence the candidates need"
+        )
+    } else {
+        format!(
+            "panvk carries {patches} (rvl setup --mesa-candidates), and no check of the GPU's results passed in this run: they are unproven here until one does; {back} to be safe"
+        )
+    })
 }
 
 /// rvl's panvk and its patch level, when it is the panvk the loader loads.
@@ -726,6 +777,74 @@ fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn checked(ubatch: u32, status: Option<report::CheckStatus>) -> UbatchRow {
+        UbatchRow {
+            ubatch,
+            check: status.map(|status| Check {
+                status,
+                cases: 4,
+                passed: 4,
+                not_supported: 0,
+                first_failure: None,
+                exit: "exit status 0".into(),
+                detail: None,
+                stderr_tail: Vec::new(),
+                seconds: 1.0,
+                argv: Vec::new(),
+            }),
+            gpu: Case {
+                side: Side::Gpu,
+                status: report::Status::Ok,
+                tokens_per_s: Some(100.0),
+                stddev_tokens_per_s: None,
+                samples_tokens_per_s: Vec::new(),
+                exit: "exit status 0".into(),
+                detail: None,
+                stderr_tail: Vec::new(),
+                seconds: 1.0,
+                argv: Vec::new(),
+            },
+            cpu: None,
+            gpu_cpu_ratio: None,
+            gpu_prompt_5000_s: None,
+            gemm_predicted_tokens_per_s: None,
+            measured_over_predicted: None,
+            g610_predicted_tokens_per_s: None,
+        }
+    }
+
+    #[test]
+    fn a_run_on_candidate_patches_says_whether_the_gpu_held_and_what_to_do() {
+        use report::CheckStatus::{Passed, WrongResults};
+        let ok = [checked(64, Some(Passed)), checked(512, Some(Passed))];
+        assert_eq!(candidate_note(0, &ok, true), None);
+        let good = candidate_note(1, &ok, true).unwrap();
+        assert!(
+            good.contains("1 candidate Mesa patch") && good.contains("passed the check"),
+            "{good}"
+        );
+        let bad = candidate_note(
+            2,
+            &[checked(64, Some(Passed)), checked(512, Some(WrongResults))],
+            true,
+        )
+        .unwrap();
+        assert!(bad.contains("2 candidate Mesa patches"), "{bad}");
+        assert!(bad.contains("wrong results at ubatch 512:"), "{bad}");
+        assert!(bad.contains("rvl setup --only mesa,icd"), "{bad}");
+        // Nothing checked (no test-backend-ops, or every check errored): unproven, not good.
+        for unproven in [
+            candidate_note(1, &ok, false).unwrap(),
+            candidate_note(1, &[checked(64, None)], true).unwrap(),
+            candidate_note(1, &[checked(64, Some(report::CheckStatus::Error))], true).unwrap(),
+        ] {
+            assert!(
+                unproven.contains("no check of the GPU's results passed"),
+                "{unproven}"
+            );
+        }
+    }
 
     #[test]
     fn a_panic_in_the_prediction_becomes_its_error_and_the_hook_comes_back() {

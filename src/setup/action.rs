@@ -21,6 +21,9 @@ pub struct Options {
     /// Steps to plan (empty: all).
     pub only: Vec<String>,
     pub mesa_from: MesaSource,
+    /// `--mesa-candidates`: build panvk with the candidate patches as well, into its own prefix,
+    /// and register that build.
+    pub mesa_candidates: bool,
     /// How setup was pointed at the system: the commands a blocked step's fix names repeat it.
     pub hint: Invocation,
     /// `--user NAME`: whom the access step adds to the `render` group.

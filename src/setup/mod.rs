@@ -117,9 +117,20 @@ impl<'a> Run<'a> {
                 cli::MesaFrom::Prebuilt => action::MesaSource::Prebuilt,
             },
             mesa_archive: local_archive(args)?,
+            mesa_candidates: args.mesa_candidates,
         };
-        let series =
-            patches::Series::load(settings.vars.patches_dir.as_deref(), &built_projects(&opts))?;
+        if args.mesa_candidates && args.mesa_from == cli::MesaFrom::Prebuilt {
+            return Err(Error::Usage(
+                "--mesa-candidates builds panvk from source with the candidate patches; a prebuilt archive carries the series only (leave out --mesa-from prebuilt)".into(),
+            )
+            .into());
+        }
+        let candidates: &[&str] = if args.mesa_candidates { &["mesa"] } else { &[] };
+        let series = patches::Series::load(
+            settings.vars.patches_dir.as_deref(),
+            &built_projects(&opts),
+            candidates,
+        )?;
         Ok(Run {
             args,
             settings,

@@ -4,6 +4,10 @@
 //! and apply work from the same bytes. Order: the `series` file when
 //! there is one (quilt's convention: one name a line, `#` comments), else every `*.patch` by
 //! name. A missing or empty series means "no patches". Applied with `patch -p1`.
+//!
+//! A project may also have candidates (`patches/<project>/candidates/`, ordered the same way):
+//! changes the lab measured that no board has run yet. They are applied after the series only
+//! when asked (`rvl setup --mesa-candidates`), and never count as part of the series.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -31,11 +35,28 @@ pub struct Series {
 }
 
 impl Series {
-    /// Load the series of each of `projects`, from `dir` when given, else the embedded copy.
-    pub fn load(dir: Option<&Path>, projects: &[&str]) -> anyhow::Result<Series> {
+    /// Load the series of each of `projects`, from `dir` when given, else the embedded copy;
+    /// for the projects also in `with_candidates`, the candidates follow the series (a project
+    /// asked for that has none is a usage error: the flag would do nothing).
+    pub fn load(
+        dir: Option<&Path>,
+        projects: &[&str],
+        with_candidates: &[&str],
+    ) -> anyhow::Result<Series> {
         let mut by_project = BTreeMap::new();
         for p in projects {
-            by_project.insert(p.to_string(), series(p, dir)?);
+            let mut patches = series(p, dir)?;
+            if with_candidates.contains(p) {
+                let more = candidates(p, dir)?;
+                if more.is_empty() {
+                    return Err(Error::Usage(format!(
+                        "this rvl has no candidate {p} patches (patches/{p}/candidates/ is empty or missing)"
+                    ))
+                    .into());
+                }
+                patches.extend(more);
+            }
+            by_project.insert(p.to_string(), patches);
         }
         Ok(Series { by_project })
     }
@@ -51,15 +72,36 @@ impl Series {
 
 /// The series for `project` ("mesa", "llama.cpp"), from `dir/<project>` or the embedded copy.
 pub fn series(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
+    from(project, dir)
+}
+
+/// The directory, relative to a series directory, that holds a project's candidates.
+pub const CANDIDATES_DIR: &str = "candidates";
+
+/// The candidates for `project`, from `dir/<project>/candidates` or the embedded copy; named
+/// `<project>/candidates/<file>`.
+pub fn candidates(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
+    from(&format!("{project}/{CANDIDATES_DIR}"), dir)
+}
+
+/// Whether a patch name (as a series or a build stamp gives it) is a candidate's.
+pub fn is_candidate(name: &str) -> bool {
+    name.split('/').any(|part| part == CANDIDATES_DIR)
+}
+
+/// The patches of the directory `sub` (`mesa`, `mesa/candidates`) of `dir` or of the embedded
+/// copy: the files directly in it, not those of its subdirectories.
+fn from(sub: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
     match dir {
-        Some(dir) => load_dir(&dir.join(project), project),
+        Some(dir) => load_dir(&dir.join(sub), sub),
         None => {
-            let prefix = format!("{project}/");
+            let prefix = format!("{sub}/");
             let files: Vec<(String, Vec<u8>)> = embedded::EMBEDDED
                 .iter()
                 .filter_map(|(p, d)| p.strip_prefix(&prefix).map(|n| (n.to_string(), d.to_vec())))
+                .filter(|(n, _)| !n.contains('/'))
                 .collect();
-            order(project, files)
+            order(sub, files)
         }
     }
 }
@@ -269,8 +311,73 @@ mod tests {
             ]
         );
         assert!(names[0].ends_with(crate::mesa::TLS_PATCH_SUFFIX));
-        let loaded = Series::load(None, &["mesa"]).unwrap();
+        let loaded = Series::load(None, &["mesa"], &[]).unwrap();
         assert_eq!(loaded.get("mesa").len(), 2);
         assert!(loaded.get("llama.cpp").is_empty());
+    }
+
+    #[test]
+    fn the_embedded_mesa_candidates_follow_the_series_only_when_asked_for() {
+        let names =
+            |s: &Series| -> Vec<String> { s.get("mesa").iter().map(|p| p.name.clone()).collect() };
+        let plain = Series::load(None, &["mesa"], &[]).unwrap();
+        assert!(
+            names(&plain).iter().all(|n| !is_candidate(n)),
+            "{:?}",
+            names(&plain)
+        );
+        let with = Series::load(None, &["mesa"], &["mesa"]).unwrap();
+        let with = names(&with);
+        assert_eq!(&with[..2], &names(&plain)[..]);
+        assert_eq!(
+            &with[2..],
+            ["mesa/candidates/0001-pan-bi-fold-constant-shared-memory-offsets-into-the-access.patch"]
+        );
+        assert!(is_candidate(&with[2]) && !is_candidate(&with[0]));
+        // llama.cpp has no candidates: asking for them is an error, not a silent no-op.
+        let err = Series::load(None, &["llama.cpp"], &["llama.cpp"]).unwrap_err();
+        assert!(
+            err.to_string().contains("no candidate llama.cpp patches"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn candidates_in_a_directory_keep_their_own_order_and_stay_out_of_the_series() {
+        let d = tempfile::tempdir().unwrap();
+        let mesa = d.path().join("mesa");
+        fs::create_dir_all(mesa.join("candidates")).unwrap();
+        fs::write(mesa.join("0001-a.patch"), GOOD).unwrap();
+        fs::write(mesa.join("candidates/0002-z.patch"), GOOD).unwrap();
+        fs::write(mesa.join("candidates/0001-y.patch"), GOOD).unwrap();
+        fs::write(
+            mesa.join("candidates/series"),
+            "0002-z.patch\n0001-y.patch\n",
+        )
+        .unwrap();
+        let names = |with: &[&str]| -> Vec<String> {
+            Series::load(Some(d.path()), &["mesa"], with)
+                .unwrap()
+                .get("mesa")
+                .iter()
+                .map(|p| p.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&[]), ["mesa/0001-a.patch"]);
+        assert_eq!(
+            names(&["mesa"]),
+            [
+                "mesa/0001-a.patch",
+                "mesa/candidates/0002-z.patch",
+                "mesa/candidates/0001-y.patch"
+            ]
+        );
+        fs::write(mesa.join("candidates/series"), "0003-gone.patch\n").unwrap();
+        let err = Series::load(Some(d.path()), &["mesa"], &["mesa"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("patches/mesa/candidates/series line 1: `0003-gone.patch`"),
+            "{err}"
+        );
     }
 }

@@ -8,9 +8,10 @@ use super::facts::Facts;
 use super::overlays::{CompileError, Compiled, DTC_PACKAGE};
 use super::patches::Series;
 use super::paths::{
-    prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR, DTBO_DIR,
-    ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE, LLAMA_WRAPPERS, OS_RELEASE,
-    PASSWD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF, TOOL_STAMP,
+    prefix_for, tool_dir, ARMBIAN_USER_OVERLAY_DIR, BUILD_STAMP, BUILD_TOOLS_DIR,
+    CANDIDATES_SUFFIX, DTBO_DIR, ENVIRONMENT_D_FILE, GROUP_FILE, GSHADOW_FILE, ICD_FILE,
+    LLAMA_WRAPPERS, OS_RELEASE, PASSWD_FILE, PROFILE_D_FILE, RVL_CONF, RVL_OVERLAYS_CONF,
+    TOOL_STAMP,
 };
 use super::target::Target;
 use crate::bootcfg::{armbian, extlinux::Extlinux, ubootmenu};
@@ -629,6 +630,11 @@ pub fn probe_paths(manifest: &Manifest) -> Vec<String> {
         .into_iter()
         .flatten()
         .map(|s| format!("{}/{BUILD_STAMP}", prefix_for(project_name(s), &s.version)))
+        .chain(
+            mesa_prefix_for(manifest, true)
+                .into_iter()
+                .map(|p| format!("{p}/{BUILD_STAMP}")),
+        )
         .chain(tool_probe_paths(manifest))
         .collect()
 }
@@ -649,9 +655,22 @@ pub fn llama_source(m: &Manifest) -> Option<&Source> {
     m.source("llama.cpp").or_else(|| m.source("llama-cpp"))
 }
 
-/// The prefix panvk is (or will be) installed in.
+/// The prefix panvk is (or will be) installed in: the series-only build.
 pub fn mesa_prefix(m: &Manifest) -> Option<String> {
-    mesa_source(m).map(|s| prefix_for("mesa", &s.version))
+    mesa_prefix_for(m, false)
+}
+
+/// The prefix of the series-only build, or with `candidates` of the one that adds the
+/// candidate patches (`--mesa-candidates`).
+pub fn mesa_prefix_for(m: &Manifest, candidates: bool) -> Option<String> {
+    mesa_source(m).map(|s| {
+        let prefix = prefix_for("mesa", &s.version);
+        if candidates {
+            format!("{prefix}{CANDIDATES_SUFFIX}")
+        } else {
+            prefix
+        }
+    })
 }
 
 fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String>) -> Action {
@@ -683,7 +702,8 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let Some(src) = mesa_source(ctx.manifest) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
-    let prefix = prefix_for("mesa", &src.version);
+    let candidates = ctx.opts.mesa_candidates;
+    let prefix = mesa_prefix_for(ctx.manifest, candidates).expect("the source is pinned");
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
         return Ok(out);
     }
@@ -717,16 +737,37 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 }
             }
             let patches = patch_names(ctx, "mesa");
+            let tried = patches
+                .iter()
+                .filter(|n| super::patches::is_candidate(n))
+                .count();
+            let series = patches.len() - tried;
             out.summary = format!(
-                "build panvk from Mesa {} ({} patch{}) into {prefix}",
+                "build panvk from Mesa {} ({series} patch{}{}) into {prefix}",
                 src.version,
-                patches.len(),
-                if patches.len() == 1 { "" } else { "es" }
+                if series == 1 { "" } else { "es" },
+                match tried {
+                    0 => String::new(),
+                    1 => " and 1 candidate".to_string(),
+                    n => format!(" and {n} candidates"),
+                }
             );
+            if tried > 0 {
+                out.notes.push(format!(
+                    "--mesa-candidates: the candidate patches change panvk's shader compiler and were measured in the lab, never run on a G610; check the result with `rvl smoke-bench --gguf MODEL` (it compares llama.cpp's GPU results with the CPU's), and go back to the series-only build with {}",
+                    ctx.opts.hint.setup("--only mesa,icd")
+                ));
+            }
             out.actions.extend(deps_actions);
             let mut build = build_action("mesa", src, MESA_OPTIONS, patches);
-            if let Action::BuildSource { toolchain: tc, .. } = &mut build {
+            if let Action::BuildSource {
+                toolchain: tc,
+                prefix: p,
+                ..
+            } = &mut build
+            {
                 *tc = toolchain;
+                *p = prefix.clone();
             }
             out.actions.push(build);
         }
@@ -1040,7 +1081,7 @@ pub fn icd_api_version(m: &Manifest) -> &str {
 
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
-    let Some(prefix) = mesa_prefix(ctx.manifest) else {
+    let Some(prefix) = mesa_prefix_for(ctx.manifest, ctx.opts.mesa_candidates) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
@@ -1051,7 +1092,11 @@ pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
             ),
             format!(
                 "run both, mesa first: {}",
-                ctx.opts.hint.setup("--only mesa,icd")
+                ctx.opts.hint.setup(if ctx.opts.mesa_candidates {
+                    "--only mesa,icd --mesa-candidates"
+                } else {
+                    "--only mesa,icd"
+                })
             ),
         ));
     }
