@@ -48,6 +48,9 @@ pub struct RvlVars {
     /// `RVL_DTC`: the device-tree compiler setup runs instead of `dtc` from PATH (tests point
     /// it at a missing file to see the blocked step).
     pub dtc: Option<PathBuf>,
+    /// `RVL_LAB_MACHINE`: `1` lets setup change the running machine though it is no board (rvl's
+    /// x86-64 labs, where a chroot of a board's release stands in for the board).
+    pub lab_machine: Option<String>,
 }
 
 /// Whether each standard stream is a terminal.
@@ -110,6 +113,7 @@ impl Settings {
                 sudo_user: var("SUDO_USER"),
                 dtc: var("RVL_DTC").map(PathBuf::from),
                 devfreq_root: var("RVL_DEVFREQ_ROOT").map(PathBuf::from),
+                lab_machine: var("RVL_LAB_MACHINE"),
             },
             terminal,
             style: Style {

@@ -780,6 +780,28 @@ fn setup_refuses_a_machine_that_is_not_a_board_even_with_board() {
             out.stdout()
         );
     }
+    // rvl's labs stand a chroot in for the board: RVL_LAB_MACHINE=1 lets setup plan here, and
+    // another value is a usage error, not a silent "yes".
+    let out = rvl(&[
+        "setup",
+        "--board",
+        "boltzmann",
+        "--only",
+        "icd",
+        "--dry-run",
+    ])
+    .env("RVL_LAB_MACHINE", "1")
+    .run();
+    assert!(
+        !out.stderr().contains("not an RK3588 board"),
+        "{}",
+        out.stderr()
+    );
+    rvl(&["setup", "--board", "boltzmann", "--dry-run"])
+        .env("RVL_LAB_MACHINE", "yes")
+        .run()
+        .expect_code(exit::USAGE)
+        .expect_stderr("RVL_LAB_MACHINE=yes: expected 1");
     // An image of a board is planned from any machine.
     let b = Board::new("boltzmann-extlinux");
     b.run(&["--board", "boltzmann", "--only", "firmware", "--dry-run"])

@@ -16,6 +16,8 @@
 #                    two 26.2.4 changes rvl's series is rebased on, docs/mesa-26.2.4-rebase.md),
 #                    served on 127.0.0.1 and pinned in a lab copy of the manifest.
 #   --rvl BIN        the rvl binary to run in the root (default: target/debug/rvl, built if absent)
+#   --mesa-candidates  pass --mesa-candidates to rvl setup: the series and patches/mesa/candidates,
+#                    built into /opt/rvl/mesa-26.2.4-rvl1-candidates (use another LAB for it)
 #
 # Everything lives under $LAB (default /work/bookworm-lab; /work/bookworm-lab-noble for noble):
 #   root/        the chroot (debootstrap minbase; stamp root/.lab-debootstrap)
@@ -29,13 +31,15 @@ suite=bookworm
 tarball=""
 rvl_bin=""
 stages=()
+setup_flags=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --suite) suite="$2"; shift 2 ;;
         --tarball) tarball="$(realpath "$2")"; shift 2 ;;
         --rvl) rvl_bin="$(realpath "$2")"; shift 2 ;;
+        --mesa-candidates) setup_flags+=(--mesa-candidates); shift ;;
         root | tarball | setup | doctor | shim | proof) stages+=("$1"); shift ;;
-        *) die "usage: bookworm-setup.sh [--suite bookworm|noble] [--tarball FILE] [--rvl BIN] [root|tarball|setup|doctor|shim|proof]..." ;;
+        *) die "usage: bookworm-setup.sh [--suite bookworm|noble] [--tarball FILE] [--rvl BIN] [--mesa-candidates] [root|tarball|setup|doctor|shim|proof]..." ;;
     esac
 done
 [ ${#stages[@]} -gt 0 ] || stages=(root tarball setup doctor shim proof)
@@ -71,8 +75,9 @@ mounts() {
     done
 }
 # rvl in the root sees only the root: a clean environment, as `sudo` on a board gives.
+# RVL_LAB_MACHINE=1: the chroot stands in for the board, so setup may change "this machine".
 in_root() { chroot "$R" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb "$@"; }
+    LANG=C.UTF-8 TERM=dumb RVL_LAB_MACHINE=1 "$@"; }
 
 # ---- root: a bare image
 if want root; then
@@ -187,7 +192,7 @@ if want setup; then
     step "rvl setup --board boltzmann --only mesa,icd --yes (log: $LAB/logs/setup.log)"
     s0=$(date +%s)
     rc=0
-    in_root "${LOW[@]}" rvl setup --board boltzmann --only mesa,icd --yes "${MANIFEST_ARG[@]}" \
+    in_root "${LOW[@]}" rvl setup --board boltzmann --only mesa,icd --yes "${setup_flags[@]}" "${MANIFEST_ARG[@]}" \
         >"$LAB/logs/setup.log" 2>&1 || rc=$?
     s1=$(date +%s)
     printf 'setup: exit %s after %ss\n' "$rc" "$((s1 - s0))" | tee "$LAB/logs/times.txt"
@@ -199,7 +204,7 @@ if want setup; then
         du -sm "$R/opt/rvl"/* "$R/opt/rvl/build"/* "$R/var/lib/rvl/cache" "$R/var/cache/apt" 2>/dev/null
     } | tee "$LAB/logs/disk.txt"
     step "a second plan must be empty"
-    in_root rvl setup --board boltzmann --only mesa,icd --dry-run "${MANIFEST_ARG[@]}" | tee "$LAB/logs/second-plan.txt"
+    in_root rvl setup --board boltzmann --only mesa,icd --dry-run "${setup_flags[@]}" "${MANIFEST_ARG[@]}" | tee "$LAB/logs/second-plan.txt"
 fi
 
 # ---- doctor: does it name rvl's patched panvk with its series level?

@@ -89,7 +89,11 @@ impl<'a> Run<'a> {
         root: Root,
     ) -> anyhow::Result<Self> {
         plan::check_only(&args.only)?;
-        target::check_machine(&root, args.system.board.as_deref())?;
+        target::check_machine(
+            &root,
+            args.system.board.as_deref(),
+            settings.vars.lab_machine.as_deref(),
+        )?;
         let profiles = Profiles::load(args.system.profiles.as_deref()).map_err(Error::from)?;
         let target = target::choose(&profiles, args.system.board.as_deref(), &root)?;
         let manifest = Manifest::load_or_builtin(args.manifest.as_deref())?;

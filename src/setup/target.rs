@@ -106,8 +106,24 @@ pub fn not_a_board(has_device_tree: bool, arch: &str) -> Option<String> {
 
 /// On the running system, setup changes the machine it runs on: refuse (exit 5) where that is
 /// not an RK3588 board, even with `--board`, which names a profile, not a machine. An image
-/// (`--root`) is planned for whatever board it is.
-pub fn check_machine(root: &crate::host::Root, board: Option<&str>) -> anyhow::Result<()> {
+/// (`--root`) is planned for whatever board it is. `lab` is `RVL_LAB_MACHINE`: `1` lets a lab's
+/// chroot stand in for a board; any other value is a usage error.
+pub fn check_machine(
+    root: &crate::host::Root,
+    board: Option<&str>,
+    lab: Option<&str>,
+) -> anyhow::Result<()> {
+    match lab {
+        None => {}
+        Some("1") => return Ok(()),
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "RVL_LAB_MACHINE={}: expected 1 (let setup change this machine, a lab's stand-in for a board) or leave it unset",
+                crate::output::escape_control(other)
+            ))
+            .into())
+        }
+    }
     if !root.is_live() {
         return Ok(());
     }

@@ -38,6 +38,15 @@ options:
     type: str
     choices: [source, prebuilt]
     default: source
+  mesa_candidates:
+    description:
+      - Build panvk with rvl's candidate Mesa patches too (C(rvl setup --mesa-candidates)),
+        into a prefix of their own, and register that build. They were measured in rvl's lab
+        and not yet run on a G610, so try them on one board first and check it there with
+        C(rvl smoke-bench --gguf MODEL), which compares the GPU's results with the CPU's.
+        C(false) registers the series-only build again.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -164,6 +173,7 @@ def main():
     argument_spec.update(
         only=dict(type='list', elements='str'),
         mesa_from=dict(type='str', choices=['source', 'prebuilt'], default='source'),
+        mesa_candidates=dict(type='bool', default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     p = module.params
@@ -173,6 +183,8 @@ def main():
     if p['only']:
         argv += ['--only', ','.join(p['only'])]
     argv += ['--mesa-from', p['mesa_from']]
+    if p['mesa_candidates']:
+        argv.append('--mesa-candidates')
 
     rc, doc, err = run_json(module, argv)
     # A failed step was rolled back: nothing changed. Other errors stop before any change.
