@@ -783,7 +783,15 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
         CANDIDATE_PATCH,
     )
     .unwrap();
-    let candidates_prefix = format!("{MESA_PREFIX}-candidates");
+    // Named after the candidates: sha256 of "<sha256 of the patch> <name>\n", first 8 digits.
+    let id = format!(
+        "{} mesa/candidates/0001-faster.patch\n",
+        rvl::digest::sha256_hex(CANDIDATE_PATCH.as_bytes())
+    );
+    let candidates_prefix = format!(
+        "{MESA_PREFIX}-candidates-{}",
+        &rvl::digest::sha256_hex(id.as_bytes())[..8]
+    );
     let before = snapshot(root);
     let run = |args: &[&str]| {
         boltzmann(&fx, &a.manifest, "mesa,icd")
@@ -795,7 +803,9 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
     // The plan names the candidate, its prefix, and how to check and leave it.
     run(&["--mesa-candidates", "--dry-run"])
         .expect_code(exit::OK)
-        .expect_stdout("(1 patch and 1 candidate) into /opt/rvl/mesa-26.1.6-rvl1-candidates")
+        .expect_stdout(&format!(
+            "(1 patch and 1 candidate) into /{candidates_prefix}"
+        ))
         .expect_stdout("apply mesa/0001-mark.patch, mesa/candidates/0001-faster.patch")
         .expect_stdout("rvl smoke-bench --gguf");
     run(&["--mesa-candidates", "--yes"]).expect_code(exit::OK);
@@ -856,6 +866,41 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
     // Both builds stay: going back to the candidates only rewrites the ICD.
     let back = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
     assert_eq!(planned_steps(&back), ["icd"], "{back}");
+    // A new revision of the candidate is a new build, not the old one taken for it.
+    fs::write(
+        p.path().join("mesa/candidates/0001-faster.patch"),
+        CANDIDATE_PATCH.replace("rvl-candidate-marker", "rvl-candidate-marker-v2"),
+    )
+    .unwrap();
+    let revised = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
+    assert_eq!(planned_steps(&revised), ["mesa", "icd"], "{revised}");
+    let to = revised["plan"]["steps"][0]["actions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["prefix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        to.starts_with(&format!("/{MESA_PREFIX}-candidates-"))
+            && to != format!("/{candidates_prefix}"),
+        "{to}"
+    );
+    fs::write(
+        p.path().join("mesa/candidates/0001-faster.patch"),
+        CANDIDATE_PATCH,
+    )
+    .unwrap();
+    // --only icd with the flag finds the candidates' build too.
+    let icd_only = boltzmann(&fx, &a.manifest, "icd")
+        .args(&["--mesa-candidates", "--dry-run"])
+        .env("RVL_PATCHES_DIR", p.path())
+        .run()
+        .expect_code(exit::OK)
+        .stdout()
+        .to_string();
+    assert!(icd_only.contains(&candidates_prefix), "{icd_only}");
 
     // Rollback undoes both runs.
     setup(&fx, &a.manifest)

@@ -17,7 +17,7 @@
 #                    served on 127.0.0.1 and pinned in a lab copy of the manifest.
 #   --rvl BIN        the rvl binary to run in the root (default: target/debug/rvl, built if absent)
 #   --mesa-candidates  pass --mesa-candidates to rvl setup: the series and patches/mesa/candidates,
-#                    built into /opt/rvl/mesa-26.2.4-rvl1-candidates (use another LAB for it)
+#                    built into /opt/rvl/mesa-26.2.4-rvl1-candidates-<id> (use another LAB for it)
 #
 # Everything lives under $LAB (default /work/bookworm-lab; /work/bookworm-lab-noble for noble):
 #   root/        the chroot (debootstrap minbase; stamp root/.lab-debootstrap)

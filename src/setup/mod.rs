@@ -129,12 +129,15 @@ impl<'a> Run<'a> {
             )
             .into());
         }
+        // With --mesa-candidates the icd step needs them too (their prefix is named after
+        // them), so Mesa's series is loaded even where the mesa step is left out.
+        let mut projects = built_projects(&opts);
         let candidates: &[&str] = if args.mesa_candidates { &["mesa"] } else { &[] };
-        let series = patches::Series::load(
-            settings.vars.patches_dir.as_deref(),
-            &built_projects(&opts),
-            candidates,
-        )?;
+        if args.mesa_candidates && !projects.contains(&"mesa") {
+            projects.push("mesa");
+        }
+        let series =
+            patches::Series::load(settings.vars.patches_dir.as_deref(), &projects, candidates)?;
         Ok(Run {
             args,
             settings,
@@ -150,7 +153,13 @@ impl<'a> Run<'a> {
     /// Read the facts and plan from them.
     fn plan(&self) -> anyhow::Result<plan::Plan> {
         let overlay = overlays::for_board(&self.target.board);
-        let mut facts = gather(&self.root, &self.manifest, self.settings, overlay);
+        let mut facts = gather(
+            &self.root,
+            &self.manifest,
+            &self.series,
+            self.settings,
+            overlay,
+        );
         if self.opts.wants("mesa") && self.opts.mesa_from == action::MesaSource::Source {
             let tools = apply::Tools {
                 stand_ins: self.settings.vars.root_tools.clone(),
@@ -453,6 +462,7 @@ fn built_projects(opts: &action::Options) -> Vec<&'static str> {
 fn gather(
     root: &Root,
     manifest: &Manifest,
+    series: &patches::Series,
     settings: &Settings,
     overlay: Option<&overlays::Overlay>,
 ) -> facts::Facts {
@@ -487,7 +497,7 @@ fn gather(
             )
             .collect(),
         present: [
-            steps::probe_paths(manifest),
+            steps::probe_paths(manifest, series),
             vec![steps::KBASE_DEVICE.into()],
         ]
         .concat(),

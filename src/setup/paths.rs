@@ -37,7 +37,7 @@ pub const ARMBIAN_BOOT_LINKS: [&str; 3] = ["/boot/Image", "/boot/uInitrd", "/boo
 /// so the new build goes into a new prefix next to the old one.
 pub const BUILD_REVISION: u32 = 1;
 /// Added to the name of a Mesa prefix built with the candidate patches as well
-/// (`/opt/rvl/mesa-26.2.4-rvl1-candidates`), so it lives beside the series-only build.
+/// (`/opt/rvl/mesa-26.2.4-rvl1-candidates-d301a45e`), so it lives beside the series-only build.
 pub const CANDIDATES_SUFFIX: &str = "-candidates";
 /// Written into an install prefix last, so its presence means "complete".
 pub const BUILD_STAMP: &str = "share/rvl/build.json";

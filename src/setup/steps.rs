@@ -625,13 +625,13 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
 }
 
 /// Paths whose presence the planner checks (complete install prefixes).
-pub fn probe_paths(manifest: &Manifest) -> Vec<String> {
+pub fn probe_paths(manifest: &Manifest, series: &Series) -> Vec<String> {
     [mesa_source(manifest), llama_source(manifest)]
         .into_iter()
         .flatten()
         .map(|s| format!("{}/{BUILD_STAMP}", prefix_for(project_name(s), &s.version)))
         .chain(
-            mesa_prefix_for(manifest, true)
+            mesa_prefix_for(manifest, Some(series))
                 .into_iter()
                 .map(|p| format!("{p}/{BUILD_STAMP}")),
         )
@@ -657,20 +657,35 @@ pub fn llama_source(m: &Manifest) -> Option<&Source> {
 
 /// The prefix panvk is (or will be) installed in: the series-only build.
 pub fn mesa_prefix(m: &Manifest) -> Option<String> {
-    mesa_prefix_for(m, false)
+    mesa_source(m).map(|s| prefix_for("mesa", &s.version))
 }
 
-/// The prefix of the series-only build, or with `candidates` of the one that adds the
-/// candidate patches (`--mesa-candidates`).
-pub fn mesa_prefix_for(m: &Manifest, candidates: bool) -> Option<String> {
-    mesa_source(m).map(|s| {
-        let prefix = prefix_for("mesa", &s.version);
-        if candidates {
-            format!("{prefix}{CANDIDATES_SUFFIX}")
-        } else {
-            prefix
-        }
-    })
+/// The prefix of the build `series` makes: the series-only prefix, or where its Mesa patches
+/// include candidates (`--mesa-candidates`), one named after them
+/// (`/opt/rvl/mesa-26.2.4-rvl1-candidates-1a2b3c4d`: the first 8 hex digits of the sha256 of
+/// their names and bytes), so a new revision of a candidate is a new build beside the old one
+/// and never mistaken for it.
+pub fn mesa_prefix_for(m: &Manifest, series: Option<&Series>) -> Option<String> {
+    let prefix = mesa_prefix(m)?;
+    let candidates: Vec<_> = series
+        .map(|s| s.get("mesa"))
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| super::patches::is_candidate(&p.name))
+        .collect();
+    if candidates.is_empty() {
+        return Some(prefix);
+    }
+    let mut id = String::new();
+    for p in candidates {
+        id.push_str(&format!(
+            "{} {}\n",
+            crate::digest::sha256_hex(&p.data),
+            p.name
+        ));
+    }
+    let tag = crate::digest::sha256_hex(id.as_bytes());
+    Some(format!("{prefix}{CANDIDATES_SUFFIX}-{}", &tag[..8]))
 }
 
 fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String>) -> Action {
@@ -702,8 +717,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let Some(src) = mesa_source(ctx.manifest) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
-    let candidates = ctx.opts.mesa_candidates;
-    let prefix = mesa_prefix_for(ctx.manifest, candidates).expect("the source is pinned");
+    let prefix = mesa_prefix_for(ctx.manifest, Some(ctx.patches)).expect("the source is pinned");
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
         return Ok(out);
     }
@@ -1081,7 +1095,7 @@ pub fn icd_api_version(m: &Manifest) -> &str {
 
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
-    let Some(prefix) = mesa_prefix_for(ctx.manifest, ctx.opts.mesa_candidates) else {
+    let Some(prefix) = mesa_prefix_for(ctx.manifest, Some(ctx.patches)) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
