@@ -132,7 +132,7 @@ pub fn compare(before: &Report, now: &Report) -> Comparison {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::report::{LlamaBench, ModelFile, UbatchRow};
     use super::*;
 
@@ -178,7 +178,7 @@ mod tests {
         }
     }
 
-    fn row(ub: u32, gpu: Case) -> UbatchRow {
+    pub fn row(ub: u32, gpu: Case) -> UbatchRow {
         UbatchRow {
             ubatch: ub,
             check: None,

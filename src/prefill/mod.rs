@@ -192,11 +192,9 @@ pub fn run(args: &cli::BenchArgs, settings: &Settings) -> anyhow::Result<Prefill
     let candidates = crate::mesa::active(&inv)
         .and_then(|p| p.level)
         .map_or(0, |l| l.candidates);
-    report.notes.extend(candidate_note(
-        candidates,
-        &report.ubatches,
-        report.check_tool.path.is_some(),
-    ));
+    report
+        .notes
+        .extend(candidate_note(candidates, &report.ubatches));
     let mut outcome = PrefillOutcome {
         comparison: baseline.map(|b| compare::compare(&b, &report)),
         prefill: report,
@@ -411,7 +409,7 @@ fn inventory(root: &Root, settings: &Settings) -> Inventory {
 /// What this run says about a panvk built with `candidates` candidate patches (`rvl setup
 /// --mesa-candidates`): that is what the run is for, so it says whether the GPU's results held
 /// and what to do either way. None for a build without candidates.
-fn candidate_note(candidates: usize, rows: &[UbatchRow], checked: bool) -> Option<String> {
+fn candidate_note(candidates: usize, rows: &[UbatchRow]) -> Option<String> {
     if candidates == 0 {
         return None;
     }
@@ -421,26 +419,21 @@ fn candidate_note(candidates: usize, rows: &[UbatchRow], checked: bool) -> Optio
         format!("{candidates} candidate Mesa patches")
     };
     let back = "go back to the series-only panvk with `rvl setup --only mesa,icd`";
+    let status = |r: &UbatchRow| r.check.as_ref().map(|c| c.status);
     let wrong: Vec<String> = rows
         .iter()
-        .filter(|r| {
-            r.check
-                .as_ref()
-                .is_some_and(|c| c.status == report::CheckStatus::WrongResults)
-        })
+        .filter(|r| status(r) == Some(report::CheckStatus::WrongResults))
         .map(|r| r.ubatch.to_string())
         .collect();
-    let passed = rows.iter().any(|r| {
-        r.check
-            .as_ref()
-            .is_some_and(|c| c.status == report::CheckStatus::Passed)
-    });
+    let passed = rows
+        .iter()
+        .any(|r| status(r) == Some(report::CheckStatus::Passed));
     Some(if !wrong.is_empty() {
         format!(
             "panvk carries {patches} (rvl setup --mesa-candidates), and the GPU gave wrong results at ubatch {}: {back}, and send this run (--save FILE) with the report",
             wrong.join(", ")
         )
-    } else if checked && passed {
+    } else if passed {
         format!(
             "panvk carries {patches} (rvl setup --mesa-candidates); the GPU's results passed the check at every ubatch it ran: this run (--save FILE) is the board evidence the candidates need"
         )
@@ -779,47 +772,29 @@ mod tests {
     use super::*;
 
     fn checked(ubatch: u32, status: Option<report::CheckStatus>) -> UbatchRow {
-        UbatchRow {
-            ubatch,
-            check: status.map(|status| Check {
-                status,
-                cases: 4,
-                passed: 4,
-                not_supported: 0,
-                first_failure: None,
-                exit: "exit status 0".into(),
-                detail: None,
-                stderr_tail: Vec::new(),
-                seconds: 1.0,
-                argv: Vec::new(),
-            }),
-            gpu: Case {
-                side: Side::Gpu,
-                status: report::Status::Ok,
-                tokens_per_s: Some(100.0),
-                stddev_tokens_per_s: None,
-                samples_tokens_per_s: Vec::new(),
-                exit: "exit status 0".into(),
-                detail: None,
-                stderr_tail: Vec::new(),
-                seconds: 1.0,
-                argv: Vec::new(),
-            },
-            cpu: None,
-            gpu_cpu_ratio: None,
-            gpu_prompt_5000_s: None,
-            gemm_predicted_tokens_per_s: None,
-            measured_over_predicted: None,
-            g610_predicted_tokens_per_s: None,
-        }
+        use compare::tests::{case, row};
+        let mut r = row(ubatch, case(Side::Gpu, report::Status::Ok, Some(100.0)));
+        r.check = status.map(|status| Check {
+            status,
+            cases: 4,
+            passed: 4,
+            not_supported: 0,
+            first_failure: None,
+            exit: "exit status 0".into(),
+            detail: None,
+            stderr_tail: Vec::new(),
+            seconds: 1.0,
+            argv: Vec::new(),
+        });
+        r
     }
 
     #[test]
     fn a_run_on_candidate_patches_says_whether_the_gpu_held_and_what_to_do() {
         use report::CheckStatus::{Passed, WrongResults};
         let ok = [checked(64, Some(Passed)), checked(512, Some(Passed))];
-        assert_eq!(candidate_note(0, &ok, true), None);
-        let good = candidate_note(1, &ok, true).unwrap();
+        assert_eq!(candidate_note(0, &ok), None);
+        let good = candidate_note(1, &ok).unwrap();
         assert!(
             good.contains("1 candidate Mesa patch") && good.contains("passed the check"),
             "{good}"
@@ -827,7 +802,6 @@ mod tests {
         let bad = candidate_note(
             2,
             &[checked(64, Some(Passed)), checked(512, Some(WrongResults))],
-            true,
         )
         .unwrap();
         assert!(bad.contains("2 candidate Mesa patches"), "{bad}");
@@ -835,9 +809,8 @@ mod tests {
         assert!(bad.contains("rvl setup --only mesa,icd"), "{bad}");
         // Nothing checked (no test-backend-ops, or every check errored): unproven, not good.
         for unproven in [
-            candidate_note(1, &ok, false).unwrap(),
-            candidate_note(1, &[checked(64, None)], true).unwrap(),
-            candidate_note(1, &[checked(64, Some(report::CheckStatus::Error))], true).unwrap(),
+            candidate_note(1, &[checked(64, None)]).unwrap(),
+            candidate_note(1, &[checked(64, Some(report::CheckStatus::Error))]).unwrap(),
         ] {
             assert!(
                 unproven.contains("no check of the GPU's results passed"),

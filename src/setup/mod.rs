@@ -129,15 +129,12 @@ impl<'a> Run<'a> {
             )
             .into());
         }
-        // With --mesa-candidates the icd step needs them too (their prefix is named after
-        // them), so Mesa's series is loaded even where the mesa step is left out.
-        let mut projects = built_projects(&opts);
         let candidates: &[&str] = if args.mesa_candidates { &["mesa"] } else { &[] };
-        if args.mesa_candidates && !projects.contains(&"mesa") {
-            projects.push("mesa");
-        }
-        let series =
-            patches::Series::load(settings.vars.patches_dir.as_deref(), &projects, candidates)?;
+        let series = patches::Series::load(
+            settings.vars.patches_dir.as_deref(),
+            &loaded_projects(&opts),
+            candidates,
+        )?;
         Ok(Run {
             args,
             settings,
@@ -445,10 +442,13 @@ fn recover(root: &Root, as_json: bool) -> anyhow::Result<journal::Recovery> {
     Ok(recovered)
 }
 
-/// The projects whose patch series this run may need: those of the build steps it plans.
-fn built_projects(opts: &action::Options) -> Vec<&'static str> {
+/// The projects whose patch series this run may need: those of the build steps it plans, and
+/// Mesa's with `--mesa-candidates` (the icd step finds the build by them: its prefix is named
+/// after the candidates).
+fn loaded_projects(opts: &action::Options) -> Vec<&'static str> {
     let mut projects = Vec::new();
-    if opts.wants("mesa") && opts.mesa_from == action::MesaSource::Source {
+    if (opts.wants("mesa") && opts.mesa_from == action::MesaSource::Source) || opts.mesa_candidates
+    {
         projects.push("mesa");
     }
     if opts.wants("llama-cpp") {

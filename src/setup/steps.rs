@@ -626,25 +626,12 @@ pub fn firmware(ctx: &Ctx) -> anyhow::Result<Planned> {
 
 /// Paths whose presence the planner checks (complete install prefixes).
 pub fn probe_paths(manifest: &Manifest, series: &Series) -> Vec<String> {
-    [mesa_source(manifest), llama_source(manifest)]
+    mesa_prefix_for(manifest, series)
         .into_iter()
-        .flatten()
-        .map(|s| format!("{}/{BUILD_STAMP}", prefix_for(project_name(s), &s.version)))
-        .chain(
-            mesa_prefix_for(manifest, Some(series))
-                .into_iter()
-                .map(|p| format!("{p}/{BUILD_STAMP}")),
-        )
+        .chain(llama_source(manifest).map(|s| prefix_for("llama.cpp", &s.version)))
+        .map(|p| format!("{p}/{BUILD_STAMP}"))
         .chain(tool_probe_paths(manifest))
         .collect()
-}
-
-fn project_name(s: &Source) -> &'static str {
-    if s.id == "mesa" {
-        "mesa"
-    } else {
-        "llama.cpp"
-    }
 }
 
 pub fn mesa_source(m: &Manifest) -> Option<&Source> {
@@ -665,11 +652,10 @@ pub fn mesa_prefix(m: &Manifest) -> Option<String> {
 /// (`/opt/rvl/mesa-26.2.4-rvl1-candidates-1a2b3c4d`: the first 8 hex digits of the sha256 of
 /// their names and bytes), so a new revision of a candidate is a new build beside the old one
 /// and never mistaken for it.
-pub fn mesa_prefix_for(m: &Manifest, series: Option<&Series>) -> Option<String> {
+pub fn mesa_prefix_for(m: &Manifest, series: &Series) -> Option<String> {
     let prefix = mesa_prefix(m)?;
     let candidates: Vec<_> = series
-        .map(|s| s.get("mesa"))
-        .unwrap_or_default()
+        .get("mesa")
         .iter()
         .filter(|p| super::patches::is_candidate(&p.name))
         .collect();
@@ -688,7 +674,13 @@ pub fn mesa_prefix_for(m: &Manifest, series: Option<&Series>) -> Option<String> 
     Some(format!("{prefix}{CANDIDATES_SUFFIX}-{}", &tag[..8]))
 }
 
-fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String>) -> Action {
+fn build_action(
+    project: &str,
+    s: &Source,
+    prefix: &str,
+    options: &[&str],
+    patches: Vec<String>,
+) -> Action {
     Action::BuildSource {
         project: project.into(),
         version: s.version.clone(),
@@ -697,7 +689,7 @@ fn build_action(project: &str, s: &Source, options: &[&str], patches: Vec<String
         size: s.size,
         tree: s.tree.clone(),
         system: s.build,
-        prefix: prefix_for(project, &s.version),
+        prefix: prefix.to_string(),
         options: options.iter().map(|o| o.to_string()).collect(),
         patches,
         toolchain: Toolchain::default(),
@@ -717,7 +709,7 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
     let Some(src) = mesa_source(ctx.manifest) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
-    let prefix = mesa_prefix_for(ctx.manifest, Some(ctx.patches)).expect("the source is pinned");
+    let prefix = mesa_prefix_for(ctx.manifest, ctx.patches).expect("the source is pinned");
     if ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}")) {
         return Ok(out);
     }
@@ -773,15 +765,9 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 ));
             }
             out.actions.extend(deps_actions);
-            let mut build = build_action("mesa", src, MESA_OPTIONS, patches);
-            if let Action::BuildSource {
-                toolchain: tc,
-                prefix: p,
-                ..
-            } = &mut build
-            {
+            let mut build = build_action("mesa", src, &prefix, MESA_OPTIONS, patches);
+            if let Action::BuildSource { toolchain: tc, .. } = &mut build {
                 *tc = toolchain;
-                *p = prefix.clone();
             }
             out.actions.push(build);
         }
@@ -1095,7 +1081,7 @@ pub fn icd_api_version(m: &Manifest) -> &str {
 
 pub fn icd(ctx: &Ctx) -> anyhow::Result<Planned> {
     let mut out = Planned::default();
-    let Some(prefix) = mesa_prefix_for(ctx.manifest, Some(ctx.patches)) else {
+    let Some(prefix) = mesa_prefix_for(ctx.manifest, ctx.patches) else {
         return Err(Error::Manifest("manifest: no `mesa` source is pinned".into()).into());
     };
     let installed = ctx.facts.is_present(&format!("{prefix}/{BUILD_STAMP}"));
@@ -1329,8 +1315,13 @@ pub fn llama_cpp(ctx: &Ctx) -> anyhow::Result<Planned> {
         if patches.len() == 1 { "" } else { "es" },
         LLAMA_BINARIES.join(", ")
     );
-    out.actions
-        .push(build_action("llama.cpp", src, LLAMA_OPTIONS, patches));
+    out.actions.push(build_action(
+        "llama.cpp",
+        src,
+        &prefix,
+        LLAMA_OPTIONS,
+        patches,
+    ));
     out.actions.extend(wrappers);
     Ok(out)
 }
