@@ -1,4 +1,4 @@
-//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0013) computed on a real Vulkan driver
+//! rvl's Mali matmul pipelines (patches/llama.cpp 0003-0017) computed on a real Vulkan driver
 //! against ggml's CPU backend, at the G610's subgroup size and at lavapipe's default: llama.cpp's
 //! own `test-backend-ops test -o MUL_MAT`, built by `scripts/llama-vulkan/build.sh` beside
 //! llama-bench, with the Mali pipelines forced (`GGML_VK_MALI_TILES=1`) on lavapipe.
@@ -17,7 +17,13 @@
 //! (`prec=f32`, attention's KQ); the 32x32 tile (17 columns) and the 64x64 one; K a multiple of
 //! the K step and not (77, 200); rows and columns that end inside a tile (100, 70, 17, 24);
 //! batched and broadcast weights (bs [2,3], nr [2,1]); quantised rows of many blocks (K 1024),
-//! which the loaders of 0007 and 0010 address by block and sub-block. At subgroup 8 a
+//! which the loaders of 0007 and 0010 address by block and sub-block. On a Mali GPU the pipelines
+//! keep their tiles in a storage buffer, a region per workgroup of a dispatch (0016, 0017), and
+//! these tests run that build (`GGML_VK_MALI_BUFFER_TILES=1`; ggml's device line says which);
+//! a dispatch of batches whose tiles pass a cap is split, each part after the one before, and
+//! `CASES_SPLIT` runs the batched cases with the cap at 1 byte (a dispatch per batch). Other
+//! GPUs, where `GGML_VK_MALI_TILES=1` forces the pipelines, get their shared-memory build:
+//! `CASES_SHARED` checks it. At subgroup 8 a
 //! subset (`CASES_SG8`)
 //! runs, each shader build once. A wrong result fails the case: a shader
 //! that skips one K step per block fails with ERR 0.032 > 0.0005 (docs/panvk-lab.md).
@@ -92,14 +98,46 @@ const CASES_INT_SG8: &[&str] = &[
 /// Three cases per line and the `prec=f32` twins (q4_0 and q4_K at 40x17; all three at 136x72).
 const EXPECTED_INT_SG8: usize = 6 + 5;
 
+/// The batched cases (6 batches), run with `GGML_VK_MALI_TILES_MAX_BYTES=1`: each batch its own
+/// dispatch, reusing the first batch's tiles after a barrier. f16 (and its `prec=f32` twin) and
+/// the four quantised types on the fp16 path (q6_K keeps shared memory: a control), the four on
+/// the int-dot path.
+const CASES_SPLIT: &[&str] = &[
+    r"type_a=f16,type_b=f32,m=64,n=48,k=128,bs=\[2,3\],nr=\[2,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],",
+];
+const EXPECTED_SPLIT: usize = 2 + 4;
+const CASES_SPLIT_INT: &[&str] =
+    &[r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=20,k=512,bs=\[2,3\],nr=\[2,1\],"];
+const EXPECTED_SPLIT_INT: usize = 4;
+
+/// The shared-memory builds (`GGML_VK_MALI_BUFFER_TILES=0`, what a GPU other than Mali runs when
+/// the pipelines are forced): f16 and f32 weights and the quantised types on the 32x32 tile, on
+/// both paths.
+const CASES_SHARED: &[&str] = &[
+    r"type_a=(f16|f32),type_b=f32,m=96,n=72,k=256,bs=\[1,1\],nr=\[1,1\],",
+    r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],",
+];
+/// f16 and its `prec=f32` twin, f32, four quantised cases and the q4_0 and q4_K twins.
+const EXPECTED_SHARED: usize = 3 + 4 + 2;
+const CASES_SHARED_INT: &[&str] =
+    &[r"type_a=(q4_0|q8_0|q4_K|q6_K),type_b=f32,m=40,n=17,k=256,bs=\[1,1\],nr=\[1,1\],"];
+const EXPECTED_SHARED_INT: usize = 4 + 2;
+
 /// The pinned build's test-backend-ops (beside `RVL_LLAMA_BENCH`), or None to skip.
 fn test_backend_ops() -> Option<PathBuf> {
     common::llama::llama().map(|l| l.bin("test-backend-ops"))
 }
 
-/// Run `cases` on lavapipe at `subgroup` (8 or 16), on the int-dot path or not, and check that
-/// ggml took that path and all `expected` cases passed.
-fn mul_mat_cases_pass_at(subgroup: u32, int_dot: bool, cases: &[&str], expected: usize) {
+/// Run `cases` on lavapipe at `subgroup` (8 or 16), on the int-dot path or not, with `env` set
+/// too, and check that ggml took that path and all `expected` cases passed.
+fn mul_mat_cases_pass_at(
+    subgroup: u32,
+    int_dot: bool,
+    cases: &[&str],
+    expected: usize,
+    env: &[(&str, &str)],
+) {
     let Some(tbo) = test_backend_ops() else {
         return;
     };
@@ -121,6 +159,9 @@ fn mul_mat_cases_pass_at(subgroup: u32, int_dot: bool, cases: &[&str], expected:
         .env("LP_NATIVE_VECTOR_WIDTH", (subgroup * 32).to_string())
         .env("MESA_SHADER_CACHE_DIR", cache.path())
         .env("GGML_VK_FORCE_INTEGER_DOT", if int_dot { "1" } else { "0" })
+        // the build a Mali GPU runs, unless `env` says otherwise
+        .env("GGML_VK_MALI_BUFFER_TILES", "1")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let text = format!(
@@ -141,6 +182,16 @@ fn mul_mat_cases_pass_at(subgroup: u32, int_dot: bool, cases: &[&str], expected:
         "ggml did not take the {} path:\n{text}",
         if int_dot { "int-dot" } else { "fp16" }
     );
+    let shared = env.contains(&("GGML_VK_MALI_BUFFER_TILES", "0"));
+    let tiles = if shared {
+        "shared memory"
+    } else {
+        "a storage buffer"
+    };
+    assert!(
+        text.contains(&format!("Mali matmul tiles in {tiles}\n")),
+        "ggml did not keep the tiles in {tiles}:\n{text}"
+    );
     let failed: Vec<&str> = text.lines().filter(|l| l.contains("FAIL")).collect();
     assert!(failed.is_empty(), "failing cases:\n{}", failed.join("\n"));
     assert!(
@@ -152,20 +203,34 @@ fn mul_mat_cases_pass_at(subgroup: u32, int_dot: bool, cases: &[&str], expected:
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_16() {
-    mul_mat_cases_pass_at(16, false, CASES, EXPECTED);
+    mul_mat_cases_pass_at(16, false, CASES, EXPECTED, &[]);
 }
 
 #[test]
 fn the_mali_matmul_pipelines_match_the_cpu_at_subgroup_8() {
-    mul_mat_cases_pass_at(8, false, CASES_SG8, EXPECTED_SG8);
+    mul_mat_cases_pass_at(8, false, CASES_SG8, EXPECTED_SG8, &[]);
 }
 
 #[test]
 fn the_mali_int_dot_pipeline_matches_the_cpu_at_subgroup_16() {
-    mul_mat_cases_pass_at(16, true, CASES_INT, EXPECTED_INT);
+    mul_mat_cases_pass_at(16, true, CASES_INT, EXPECTED_INT, &[]);
 }
 
 #[test]
 fn the_mali_int_dot_pipeline_matches_the_cpu_at_subgroup_8() {
-    mul_mat_cases_pass_at(8, true, CASES_INT_SG8, EXPECTED_INT_SG8);
+    mul_mat_cases_pass_at(8, true, CASES_INT_SG8, EXPECTED_INT_SG8, &[]);
+}
+
+#[test]
+fn a_batched_dispatch_split_to_fit_its_tiles_matches_the_cpu() {
+    let cap = [("GGML_VK_MALI_TILES_MAX_BYTES", "1")];
+    mul_mat_cases_pass_at(16, false, CASES_SPLIT, EXPECTED_SPLIT, &cap);
+    mul_mat_cases_pass_at(16, true, CASES_SPLIT_INT, EXPECTED_SPLIT_INT, &cap);
+}
+
+#[test]
+fn the_shared_memory_builds_match_the_cpu_at_subgroup_16() {
+    let shared = [("GGML_VK_MALI_BUFFER_TILES", "0")];
+    mul_mat_cases_pass_at(16, false, CASES_SHARED, EXPECTED_SHARED, &shared);
+    mul_mat_cases_pass_at(16, true, CASES_SHARED_INT, EXPECTED_SHARED_INT, &shared);
 }

@@ -65,7 +65,7 @@ shader_file() {
         mq4_0) echo "matmul_mali_quant_f32_f16acc.spv mali16 2" ;;
         mq8_0) echo "matmul_mali_quant_f32_f16acc.spv mali16 8" ;;
         mq4_k) echo "matmul_mali_quant_f32_f16acc.spv mali16 12" ;;
-        mq6_k) echo "matmul_mali_quant_f32_f16acc.spv mali16 14" ;;
+        mq6_k) echo "matmul_mali_quant_f32_shared_f16acc.spv mali16 14" ;;   # patch 0017: q6_K keeps its tiles in shared memory
         mq4_0-f32acc) echo "matmul_mali_quant_f32.spv mali32 2" ;;
         mq4_k-f32acc) echo "matmul_mali_quant_f32.spv mali32 12" ;;
         # patches/llama.cpp 0011 (mul_mmq_mali.comp): int-dot with q8_1 activations

@@ -135,6 +135,10 @@ if [ "${#ggml[@]}" -gt 0 ]; then
             for i in "${!wt[@]}"; do a+="--spec $i=${wt[$i]} "; done
             # ALIGNED (mul_mmq has none)
             case "$family" in int | maliint) ;; *) a+="--spec 11=1 " ;; esac
+            # maliint: ggml creates it without robustness (VK_EXT_pipeline_robustness, llama.cpp
+            # patch 0016: its tiles live in a storage buffer, whose robust stores Mesa lowers with a
+            # bounds check and a branch each)
+            [ "$family" = maliint ] && a+="--no-robust "
             [ "$qtype" -ge 0 ] && a+="--spec 12=$qtype "
             flop=$((2 * bk * wt[4] * wt[5] / wt[10]))
             case "$family" in mali16 | mali32 | maliint) flop=$((2 * bk * wt[7] * wt[8])) ;; esac

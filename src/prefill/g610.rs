@@ -38,7 +38,7 @@ pub struct LabRate {
     pub int_dot: Option<(f64, f64)>,
 }
 
-/// rvl's int-dot pipeline on Mali (patches/llama.cpp 0011, mul_mmq_mali.comp: q8_1
+/// rvl's int-dot pipeline on Mali (patches/llama.cpp 0011-0016, mul_mmq_mali.comp: q8_1
 /// activations, the weight type a specialisation constant).
 pub const INT_DOT_PIPELINE: &str = "matmul_mali_q8_1";
 
@@ -46,56 +46,59 @@ pub const INT_DOT_PIPELINE: &str = "matmul_mali_q8_1";
 /// `throughput-report.sh --ggml`, Mesa 26.2.0-rc1's compiler as rvl's series leaves it), with
 /// the activations in f32 as llama.cpp gives them. Quantised weights run the dequantising
 /// pipeline with fp16 maths (`matmul_mali_quant_f32_f16acc`, one SPIR-V, the type a
-/// specialisation constant). A build with int-dot shaders runs them on rvl's int-dot pipeline
+/// specialisation constant; q6_K its shared-memory build). Since patches 0016-0017 both
+/// pipelines keep their tiles in a storage buffer (Mesa's Valhall backend spends fewer
+/// words on a buffer access's address than on a shared-memory one). A build with int-dot shaders runs them on rvl's int-dot pipeline
 /// instead (`int_dot`; ggml's own int-dot pipeline is slower on Mali than both).
 pub const LAB_RATES: &[LabRate] = &[
     LabRate {
         ggml_type: 0,
         type_name: "f32",
         pipeline: "matmul_mali_f32_f32",
-        medium_gflops: 359.0,
-        small_gflops: 312.0,
+        medium_gflops: 410.0,
+        small_gflops: 372.0,
         int_dot: None,
     },
     LabRate {
         ggml_type: 1,
         type_name: "f16",
         pipeline: "matmul_mali_f16_f32_f16acc",
-        medium_gflops: 729.0,
-        small_gflops: 640.0,
+        medium_gflops: 776.0,
+        small_gflops: 657.0,
         int_dot: None,
     },
     LabRate {
         ggml_type: 2,
         type_name: "q4_0",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 687.0,
-        small_gflops: 581.0,
-        int_dot: Some((867.0, 819.0)),
+        medium_gflops: 731.0,
+        small_gflops: 596.0,
+        int_dot: Some((1111.0, 1034.0)),
     },
     LabRate {
         ggml_type: 8,
         type_name: "q8_0",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 698.0,
-        small_gflops: 595.0,
-        int_dot: Some((886.0, 840.0)),
+        medium_gflops: 741.0,
+        small_gflops: 612.0,
+        int_dot: Some((1140.0, 1077.0)),
     },
     LabRate {
         ggml_type: 12,
         type_name: "q4_K",
         pipeline: "matmul_mali_quant_f32_f16acc",
-        medium_gflops: 672.0,
-        small_gflops: 583.0,
-        int_dot: Some((764.0, 738.0)),
+        medium_gflops: 713.0,
+        small_gflops: 598.0,
+        int_dot: Some((997.0, 960.0)),
     },
     LabRate {
         ggml_type: 14,
         type_name: "q6_K",
-        pipeline: "matmul_mali_quant_f32_f16acc",
+        // patch 0017: q6_K keeps its tiles in shared memory, a build of its own
+        pipeline: "matmul_mali_quant_f32_shared_f16acc",
         medium_gflops: 451.0,
         small_gflops: 306.0,
-        int_dot: Some((710.0, 648.0)),
+        int_dot: Some((883.0, 783.0)),
     },
 ];
 
@@ -330,7 +333,7 @@ mod tests {
         assert!((total - 5.55).abs() < 0.01, "{total}");
         // GEMM-only pp at ubatch 512 with the lab's q4_K and q6_K rates (docs/panvk-lab.md)
         let pp = p.points[0].tokens_per_s;
-        assert!((pp - 112.8).abs() < 0.1, "{pp}");
+        assert!((pp - 118.2).abs() < 0.1, "{pp}");
         assert_eq!(q4.pipeline, "matmul_mali_quant_f32_f16acc");
         assert_eq!(q4.other.as_ref().unwrap().pipeline, INT_DOT_PIPELINE);
     }
@@ -339,20 +342,20 @@ mod tests {
     fn an_int_dot_build_takes_the_int_dot_rates_for_q4_k_and_q6_k() {
         let p = predict(&qwen25_3b_q4_k_m(), &[512], true);
         assert!(p.int_dot_build);
-        for (name, rate) in [("q4_K", 764.0), ("q6_K", 710.0)] {
+        for (name, rate, fp16) in [
+            ("q4_K", 997.0, "matmul_mali_quant_f32_f16acc"),
+            ("q6_K", 883.0, "matmul_mali_quant_f32_shared_f16acc"),
+        ] {
             let t = p.by_type.iter().find(|s| s.ggml_type == name).unwrap();
             assert_eq!(
                 (t.pipeline.as_str(), t.medium_gflops),
                 (INT_DOT_PIPELINE, rate)
             );
-            assert_eq!(
-                t.other.as_ref().unwrap().pipeline,
-                "matmul_mali_quant_f32_f16acc"
-            );
+            assert_eq!(t.other.as_ref().unwrap().pipeline, fp16);
         }
-        // q4_K 4.72 GFLOP a token at 764, q6_K 0.83 at 710
+        // q4_K 4.72 GFLOP a token at 997, q6_K 0.83 at 883
         let pp = p.points[0].tokens_per_s;
-        assert!((pp - 136.1).abs() < 0.1, "{pp}");
+        assert!((pp - 176.3).abs() < 0.1, "{pp}");
     }
 
     #[test]
