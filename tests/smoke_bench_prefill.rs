@@ -59,10 +59,10 @@ fn a_ubatch_whose_gpu_results_are_wrong_is_named_not_timed_and_the_sweep_goes_on
     let s = out.stdout();
     for needle in [
         "| ubatch | GPU check | GPU pp512 t/s |",
-        // (the G610 column: 751202 and 855666 t/s for this tiny f16 model)
-        "| 16 | ok 4/4 | 32.5 | - | - | 2.6 min | 751202 | ok |",
-        "| 64 | wrong | - | - | - | - | 855666 | GPU wrong results |",
-        "| 128 | ok 4/4 | 256 | - | - | 19.5 s | 855666 | ok |",
+        // (the G610 column: 771156 and 910832 t/s for this tiny f16 model)
+        "| 16 | ok 4/4 | 32.5 | - | - | 2.6 min | 771156 | ok |",
+        "| 64 | wrong | - | - | - | - | 910832 | GPU wrong results |",
+        "| 128 | ok 4/4 | 256 | - | - | 19.5 s | 910832 | ok |",
         "✗ ubatch 64 GPU: wrong results (not timed): MUL_MAT(type_a=f16,m=128,n=64,k=128): [MUL_MAT] ERR = 0.531000000 > 0.000500000",
         "fastest GPU ubatch that ran: 128",
         "wrong results on the GPU at ubatch 64: not timed, and rvl serve never uses it",
