@@ -42,8 +42,7 @@ impl RvlPanvk<'_> {
         };
         let candidates = match level.candidates {
             0 => String::new(),
-            1 => ", 1 candidate patch".to_string(),
-            n => format!(", {n} candidate patches"),
+            n => format!(", {}", crate::output::count(n, "candidate patch")),
         };
         format!(
             "rvl's panvk (Mesa {}, {tls}, series {}/{}{candidates})",

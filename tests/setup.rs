@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::http::sha256_hex;
 use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Board};
-use common::{fixture_dir, fixture_file, have_dtc, rvl, setup, Fixture, Output};
+use common::{fixture_dir, fixture_file, have_dtc, rvl, setup, step_names, Fixture, Output};
 use rvl::exit;
 
 const BASIC: &str = "kernel,gpu-overlay,firmware,access";
@@ -40,15 +40,6 @@ impl Board {
             .expect_code(exit::OK)
             .stdout_json()
     }
-}
-
-fn step_names(plan: &serde_json::Value) -> Vec<String> {
-    plan["plan"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// Apply, check the second plan is empty, roll back, check the tree is what it was.

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use common::roots::{self, artifacts, assert_same, firmware_bytes, snapshot, Artifacts};
-use common::{setup, Fixture, Rvl};
+use common::{setup, step_names, Fixture, Rvl};
 use rvl::exit;
 
 const MESA_PREFIX: &str = "opt/rvl/mesa-26.1.6-rvl1";
@@ -758,16 +758,6 @@ fn icd_library(root: &Path) -> String {
     icd["ICD"]["library_path"].as_str().unwrap().to_string()
 }
 
-/// The steps of a `--dry-run --json` plan, by id.
-fn planned_steps(plan: &serde_json::Value) -> Vec<String> {
-    plan["plan"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 #[test]
 fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_series_build_again()
 {
@@ -849,11 +839,11 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
     );
     // With the flag again: nothing to do.
     let again = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
-    assert!(planned_steps(&again).is_empty(), "{again}");
+    assert!(step_names(&again).is_empty(), "{again}");
 
     // Without it: the series-only build, and the ICD back on it.
     let plain = run(&["--dry-run", "--json"]).stdout_json();
-    assert_eq!(planned_steps(&plain), ["mesa", "icd"], "{plain}");
+    assert_eq!(step_names(&plain), ["mesa", "icd"], "{plain}");
     run(&["--yes"]).expect_code(exit::OK);
     let so = fs::read(lib(root)).unwrap();
     assert!(contains(&so, b"rvl-patched-marker") && !contains(&so, b"rvl-candidate-marker"));
@@ -862,10 +852,10 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
         format!("/{MESA_PREFIX}/lib/libvulkan_panfrost.so")
     );
     let again = run(&["--dry-run", "--json"]).stdout_json();
-    assert!(planned_steps(&again).is_empty(), "{again}");
+    assert!(step_names(&again).is_empty(), "{again}");
     // Both builds stay: going back to the candidates only rewrites the ICD.
     let back = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
-    assert_eq!(planned_steps(&back), ["icd"], "{back}");
+    assert_eq!(step_names(&back), ["icd"], "{back}");
     // A new revision of the candidate is a new build, not the old one taken for it.
     fs::write(
         p.path().join("mesa/candidates/0001-faster.patch"),
@@ -873,7 +863,7 @@ fn mesa_candidates_build_into_their_own_prefix_and_a_plain_setup_registers_the_s
     )
     .unwrap();
     let revised = run(&["--mesa-candidates", "--dry-run", "--json"]).stdout_json();
-    assert_eq!(planned_steps(&revised), ["mesa", "icd"], "{revised}");
+    assert_eq!(step_names(&revised), ["mesa", "icd"], "{revised}");
     let to = revised["plan"]["steps"][0]["actions"]
         .as_array()
         .unwrap()

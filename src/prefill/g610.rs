@@ -47,9 +47,10 @@ pub const INT_DOT_PIPELINE: &str = "matmul_mali_q8_1";
 /// the activations in f32 as llama.cpp gives them. Quantised weights run the dequantising
 /// pipeline with fp16 maths (`matmul_mali_quant_f32_f16acc`, one SPIR-V, the type a
 /// specialisation constant; q6_K its shared-memory build). Since patches 0016-0017 both
-/// pipelines keep their tiles in a storage buffer (Mesa's Valhall backend spends fewer
-/// words on a buffer access's address than on a shared-memory one). A build with int-dot shaders runs them on rvl's int-dot pipeline
-/// instead (`int_dot`; ggml's own int-dot pipeline is slower on Mali than both).
+/// pipelines keep their tiles in a storage buffer (Mesa's Valhall backend spends fewer words
+/// on a buffer access's address than on a shared-memory one). A build with int-dot shaders
+/// runs them on rvl's int-dot pipeline instead (`int_dot`; ggml's own int-dot pipeline is
+/// slower on Mali than both).
 pub const LAB_RATES: &[LabRate] = &[
     LabRate {
         ggml_type: 0,

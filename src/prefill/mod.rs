@@ -413,11 +413,7 @@ fn candidate_note(candidates: usize, rows: &[UbatchRow]) -> Option<String> {
     if candidates == 0 {
         return None;
     }
-    let patches = if candidates == 1 {
-        "1 candidate Mesa patch".to_string()
-    } else {
-        format!("{candidates} candidate Mesa patches")
-    };
+    let patches = crate::output::count(candidates, "candidate Mesa patch");
     let back = "go back to the series-only panvk with `rvl setup --only mesa,icd`";
     let status = |r: &UbatchRow| r.check.as_ref().map(|c| c.status);
     let wrong: Vec<String> = rows

@@ -70,18 +70,13 @@ impl Series {
     }
 }
 
-/// The series for `project` ("mesa", "llama.cpp"), from `dir/<project>` or the embedded copy.
-pub fn series(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
-    from(project, dir)
-}
-
 /// The directory, relative to a series directory, that holds a project's candidates.
 pub const CANDIDATES_DIR: &str = "candidates";
 
 /// The candidates for `project`, from `dir/<project>/candidates` or the embedded copy; named
 /// `<project>/candidates/<file>`.
 pub fn candidates(project: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
-    from(&format!("{project}/{CANDIDATES_DIR}"), dir)
+    series(&format!("{project}/{CANDIDATES_DIR}"), dir)
 }
 
 /// Whether a patch name (as a series or a build stamp gives it) is a candidate's.
@@ -89,9 +84,10 @@ pub fn is_candidate(name: &str) -> bool {
     name.split('/').any(|part| part == CANDIDATES_DIR)
 }
 
-/// The patches of the directory `sub` (`mesa`, `mesa/candidates`) of `dir` or of the embedded
-/// copy: the files directly in it, not those of its subdirectories.
-fn from(sub: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
+/// The series for `sub` ("mesa", "llama.cpp", or a project's candidates, "mesa/candidates"),
+/// from `dir/<sub>` or the embedded copy: the files directly in it, not those of its
+/// subdirectories.
+pub fn series(sub: &str, dir: Option<&Path>) -> anyhow::Result<Vec<Patch>> {
     match dir {
         Some(dir) => load_dir(&dir.join(sub), sub),
         None => {

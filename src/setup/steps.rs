@@ -749,13 +749,12 @@ pub fn mesa(ctx: &Ctx) -> anyhow::Result<Planned> {
                 .count();
             let series = patches.len() - tried;
             out.summary = format!(
-                "build panvk from Mesa {} ({series} patch{}{}) into {prefix}",
+                "build panvk from Mesa {} ({}{}) into {prefix}",
                 src.version,
-                if series == 1 { "" } else { "es" },
+                crate::output::count(series, "patch"),
                 match tried {
                     0 => String::new(),
-                    1 => " and 1 candidate".to_string(),
-                    n => format!(" and {n} candidates"),
+                    n => format!(" and {}", crate::output::count(n, "candidate")),
                 }
             );
             if tried > 0 {

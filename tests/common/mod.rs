@@ -35,6 +35,16 @@ pub fn vulkan_instance() -> Option<rvl::vulkan::Instance> {
     }
 }
 
+/// The steps of a setup plan (`--dry-run --json`, or an apply's report), by id.
+pub fn step_names(plan: &serde_json::Value) -> Vec<String> {
+    plan["plan"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Whether `dtc` and `fdtoverlay` (device-tree-compiler) are on PATH. Tests that need them
 /// skip with a SKIPPED line when they are not, unless `RVL_REQUIRE_DTC` is set (CI): then a
 /// missing tool fails the test, so the overlay tests cannot pass vacuously.
